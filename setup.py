@@ -1,0 +1,38 @@
+"""Installs t2t and its console scripts (t2t-datagen, t2t-trainer, ...)."""
+
+from setuptools import find_packages, setup
+
+CORE_DEPENDENCIES = [
+    # Keras 3 ships as `keras` with TensorFlow >= 2.16; 2.21 is what CI pins.
+    "tensorflow>=2.16,<2.22",
+    "tensorflow-datasets>=4.9",
+    "importlib_resources",  # tensorflow-datasets imports it without declaring it
+    "numpy>=1.26",
+    "sentencepiece>=0.2",
+    "absl-py>=2.0",
+    "gin-config>=0.5",
+    "tensorboard>=2.16",  # tf.summary needs it; TensorFlow does not install it
+]
+
+setup(
+    name="t2t",
+    version="0.1.0",
+    description="Standard models and data sets, one trainer: Tensor2Tensor rebuilt on TF2/Keras 3.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["t2t", "t2t.*"]),
+    install_requires=CORE_DEPENDENCIES,
+    extras_require={
+        "dev": ["pytest>=8", "pytest-timeout", "ruff"],
+        "export": ["tensorflow-text"],
+    },
+    entry_points={
+        "console_scripts": [
+            "t2t-datagen=t2t.bin.t2t_datagen:run",
+            "t2t-trainer=t2t.bin.t2t_trainer:run",
+            "t2t-decoder=t2t.bin.t2t_decoder:run",
+            "t2t-exporter=t2t.bin.t2t_exporter:run",
+        ],
+    },
+)

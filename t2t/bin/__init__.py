@@ -1,0 +1,1 @@
+"""Console scripts: the only place that defines and reads flags."""

@@ -1,0 +1,105 @@
+"""t2t-datagen: download and prepare a problem's data as sharded TFRecord files.
+
+  t2t-datagen --problem=algorithmic_reverse_binary40_test --data_dir=~/t2t_data
+  t2t-datagen --problem=image_fashion_mnist --data_mirror=/usr/share/datasets/fashion-mnist
+  t2t-datagen --problem=algorithmic_reverse_binary40_test --inspect
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from absl import app, flags
+
+from t2t.bin import common_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("problem", None, "Registered problem name(s), comma separated.")
+flags.DEFINE_string("data_dir", None, "Where the TFRecord shards and vocabularies go "
+                    "(default: $T2T_DATA_DIR or ~/t2t_data).")
+flags.DEFINE_string("tmp_dir", None, "Where downloads and extracted archives go "
+                    "(default: DATA_DIR/tmp).")
+flags.DEFINE_integer("num_shards", None, "Number of training shards (default: the problem's).")
+flags.DEFINE_integer("max_cases", None, "Write at most this many examples per split.")
+flags.DEFINE_bool("inspect", False, "Do not generate: show decoded examples, length "
+                  "statistics and label balance of the prepared data.")
+flags.DEFINE_string("inspect_split", "train", "Split to inspect: train, dev or test.")
+flags.DEFINE_integer("inspect_examples", 5, "Examples to show with --inspect.")
+flags.DEFINE_integer("inspect_max_records", 100_000, "Records to read for --inspect statistics.")
+flags.DEFINE_bool("progress", True, "Show a progress line while writing.")
+
+
+def _format_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
+        n /= 1024
+    return str(n)
+
+
+def generate(problem_name: str, data_dir: str, tmp_dir: str) -> None:
+    from t2t import gin_config, registry
+
+    problem = registry.problem(problem_name)
+    start = time.monotonic()
+    print(f"Generating {problem.name} into {data_dir}")
+    summaries = problem.generate_data(
+        data_dir, tmp_dir, mirror=FLAGS.data_mirror, max_cases=FLAGS.max_cases,
+        num_shards=FLAGS.num_shards, progress=FLAGS.progress,
+    )
+    print(f"{problem.name}: done in {time.monotonic() - start:.1f}s")
+    print(f"  {'split':<8} {'examples':>10} {'shards written':>15} {'skipped':>8} {'size':>10}")
+    for split, s in summaries.items():
+        print(f"  {split:<8} {s.examples:>10,} {s.shards_written:>15} {s.shards_skipped:>8} "
+              f"{_format_bytes(s.bytes):>10}")
+    gin_config.save_config(data_dir, f"{problem.dataset_filename()}.datagen_config.gin")
+
+
+def inspect(problem_name: str, data_dir: str) -> None:
+    from t2t import registry
+    from t2t.problems import inspect_data
+
+    problem = registry.problem(problem_name)
+    report = inspect_data.inspect_problem(
+        problem, data_dir, FLAGS.inspect_split, num_examples=FLAGS.inspect_examples,
+        max_records=FLAGS.inspect_max_records,
+    )
+    print(report.format())
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
+    try:
+        if not common_flags.setup():
+            return
+    except (ValueError, OSError) as e:  # bad --gin_param/--gin_file/--t2t_usr_dir
+        common_flags.fail(str(e))
+    if not FLAGS.problem:
+        common_flags.fail("--problem is required (see --registry_help for the names).")
+    from t2t.problems import problem as problem_lib
+    from t2t.registry import UnknownNameError
+
+    data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
+    tmp_dir = os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp"))
+    for name in [n.strip() for n in FLAGS.problem.split(",") if n.strip()]:
+        try:
+            if FLAGS.inspect:
+                inspect(name, data_dir)
+            else:
+                generate(name, data_dir, tmp_dir)
+        except (UnknownNameError, problem_lib.DataMissingError, ValueError, OSError) as e:
+            common_flags.fail(str(e))
+        except KeyboardInterrupt:
+            common_flags.fail("interrupted: finished shards are kept; re-run to complete.")
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,1 @@
+"""Hyperparameters: the HParams type, ranged sets for tuning, and registered sets."""

@@ -1,0 +1,1 @@
+"""Models: T2TModel and the catalogue of registered models."""

@@ -1,0 +1,250 @@
+"""Algorithmic problems: identity, shift, reverse, addition, multiplication, sort.
+
+Synthetic sequence-to-sequence tasks that need no download, with Tensor2Tensor's
+names and sizes. Symbols are written as text like "1 0 1 1" (one symbol per token,
+space separated), so a file of such lines can be fed to the decoder. Token id of symbol
+s is s + NUM_RESERVED_TOKENS; every sequence ends with EOS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from t2t import registry
+from t2t.problems import problem, text_encoder
+
+_SPLIT_SEEDS = {problem.TRAIN_SPLIT: 1, problem.DEV_SPLIT: 2}
+
+
+class AlgorithmicProblem(problem.Problem):
+    """Base of the algorithmic family: `generator` yields lists of symbol ids."""
+
+    num_symbols: int = 2
+    train_length: int = 40  # longest training sequence
+    dev_length: int = 400  # longest dev sequence (tests length generalization)
+    train_size: int = 100_000
+    dev_size: int = 10_000
+    train_shards: int = 10
+
+    @property
+    def splits(self) -> tuple[problem.SplitSpec, ...]:  # type: ignore[override]
+        return (
+            problem.SplitSpec(problem.TRAIN_SPLIT, self.train_shards),
+            problem.SplitSpec(problem.DEV_SPLIT, 1),
+        )
+
+    def generator(self, nbr_symbols: int, max_length: int, nbr_cases: int, rng: np.random.Generator) -> Iterator[dict[str, list[int]]]:
+        """Yields `nbr_cases` dicts of "inputs"/"targets" symbol lists (0-based)."""
+        raise NotImplementedError
+
+    def num_examples(self, split: str) -> int:
+        return self.train_size if split == problem.TRAIN_SPLIT else self.dev_size
+
+    def generate_examples(self, data_dir: str, tmp_dir: str, split: str, *, mirror: str | None = None) -> Iterator[dict[str, Any]]:
+        # A fixed seed per problem and split makes a re-run produce the same examples,
+        # so shards finished by an interrupted run stay consistent with the new ones.
+        seed = [_SPLIT_SEEDS.get(split, 3), *self.dataset_filename().encode()]
+        rng = np.random.default_rng(seed)
+        length = self.train_length if split == problem.TRAIN_SPLIT else self.dev_length
+        for case in self.generator(self.num_symbols, length, self.num_examples(split), rng):
+            yield {
+                key: [int(s) + text_encoder.NUM_RESERVED_TOKENS for s in symbols] + [text_encoder.EOS_ID]
+                for key, symbols in case.items()
+            }
+
+    def build_encoders(self, data_dir: str | None) -> dict[str, Any]:
+        encoder = text_encoder.TokenTextEncoder([str(i) for i in range(self.num_symbols)])
+        return {"inputs": encoder, "targets": encoder}
+
+    def problem_hparams(self, data_dir: str | None) -> problem.ProblemHParams:
+        vocab_size = self.num_symbols + text_encoder.NUM_RESERVED_TOKENS
+        return problem.ProblemHParams(
+            modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.SYMBOL},
+            vocab_size={"inputs": vocab_size, "targets": vocab_size},
+            input_space_id=problem.SpaceID.DIGIT_0,
+            target_space_id=problem.SpaceID.DIGIT_1,
+        )
+
+
+def _random_lengths(rng: np.random.Generator, max_length: int, count: int) -> np.ndarray:
+    return rng.integers(1, max_length + 1, size=count)
+
+
+@registry.register_problem
+class AlgorithmicIdentityBinary40(AlgorithmicProblem):
+    """Copy a random binary sequence of length 1..40."""
+
+    num_symbols = 2
+
+    def generator(self, nbr_symbols, max_length, nbr_cases, rng):
+        for length in _random_lengths(rng, max_length, nbr_cases):
+            inputs = rng.integers(0, nbr_symbols, size=length).tolist()
+            yield {"inputs": inputs, "targets": list(inputs)}
+
+
+@registry.register_problem
+class AlgorithmicIdentityDecimal40(AlgorithmicIdentityBinary40):
+    """Copy a random decimal sequence of length 1..40."""
+
+    num_symbols = 10
+
+
+@registry.register_problem
+class AlgorithmicShiftDecimal40(AlgorithmicProblem):
+    """Add 10 to every symbol: inputs use symbols 0..9, targets 10..19."""
+
+    num_symbols = 20
+    dev_length = 80
+    shift = 10
+
+    def generator(self, nbr_symbols, max_length, nbr_cases, rng):
+        for length in _random_lengths(rng, max_length, nbr_cases):
+            inputs = rng.integers(0, nbr_symbols - self.shift, size=length).tolist()
+            yield {"inputs": inputs, "targets": [s + self.shift for s in inputs]}
+
+
+@registry.register_problem
+class AlgorithmicReverseBinary40(AlgorithmicProblem):
+    """Reverse a random binary sequence of length 1..40."""
+
+    num_symbols = 2
+
+    def generator(self, nbr_symbols, max_length, nbr_cases, rng):
+        for length in _random_lengths(rng, max_length, nbr_cases):
+            inputs = rng.integers(0, nbr_symbols, size=length).tolist()
+            yield {"inputs": inputs, "targets": inputs[::-1]}
+
+
+@registry.register_problem
+class AlgorithmicReverseDecimal40(AlgorithmicReverseBinary40):
+    """Reverse a random decimal sequence of length 1..40."""
+
+    num_symbols = 10
+
+
+class _SmallTestSizes:
+    """Sizes of the `*_test` variants: short sequences, few examples, one shard."""
+
+    train_length = 10
+    dev_length = 10
+    train_size = 1000
+    dev_size = 100
+    train_shards = 1
+
+
+@registry.register_problem
+class AlgorithmicReverseBinary40Test(_SmallTestSizes, AlgorithmicReverseBinary40):
+    """Small, fast variant of algorithmic_reverse_binary40 for tests and demos."""
+
+
+@registry.register_problem
+class AlgorithmicIdentityBinary40Test(_SmallTestSizes, AlgorithmicIdentityBinary40):
+    """Small variant of algorithmic_identity_binary40."""
+
+
+def _lower_endian(number: int, base: int) -> list[int]:
+    digits = []
+    while True:
+        number, digit = divmod(number, base)
+        digits.append(digit)
+        if number == 0:
+            return digits
+
+
+def _from_lower_endian(digits: list[int], base: int) -> int:
+    return sum(d * base**i for i, d in enumerate(digits))
+
+
+class _ArithmeticProblem(AlgorithmicProblem):
+    """Two lower-endian numbers separated by the symbol `base` -> their result.
+
+    The vocabulary counts the separator (num_symbols = base + 1); Tensor2Tensor declared
+    num_symbols = base, which put the separator's id one past its vocabulary.
+    """
+
+    base = 2
+
+    @property
+    def num_symbols(self) -> int:  # type: ignore[override]
+        return self.base + 1  # the digits and the separator
+
+    def combine(self, a: int, b: int) -> int:
+        raise NotImplementedError
+
+    def _random_number(self, rng: np.random.Generator, length: int) -> list[int]:
+        digits = rng.integers(0, self.base, size=length).tolist()
+        if length > 1 and digits[-1] == 0:  # no leading zero (lower endian: last digit)
+            digits[-1] = int(rng.integers(1, self.base))
+        return digits
+
+    def generator(self, nbr_symbols, max_length, nbr_cases, rng):
+        if max_length < 3:
+            raise ValueError(f"{self.name}: max_length must be >= 3, got {max_length}.")
+        for _ in range(nbr_cases):
+            l1 = int(rng.integers(0, max_length // 2)) + 1
+            l2 = int(rng.integers(0, max_length - l1 - 1)) + 1
+            n1, n2 = self._random_number(rng, l1), self._random_number(rng, l2)
+            result = self.combine(_from_lower_endian(n1, self.base), _from_lower_endian(n2, self.base))
+            yield {"inputs": n1 + [self.base] + n2, "targets": _lower_endian(result, self.base)}
+
+
+@registry.register_problem
+class AlgorithmicAdditionBinary40(_ArithmeticProblem):
+    """Add two binary numbers (lower-endian digits, separator symbol 2)."""
+
+    base = 2
+
+    def combine(self, a, b):
+        return a + b
+
+
+@registry.register_problem
+class AlgorithmicAdditionDecimal40(AlgorithmicAdditionBinary40):
+    """Add two decimal numbers (separator symbol 10)."""
+
+    base = 10
+
+
+@registry.register_problem
+class AlgorithmicMultiplicationBinary40(_ArithmeticProblem):
+    """Multiply two binary numbers."""
+
+    base = 2
+
+    def combine(self, a, b):
+        return a * b
+
+
+@registry.register_problem
+class AlgorithmicMultiplicationDecimal40(AlgorithmicMultiplicationBinary40):
+    """Multiply two decimal numbers."""
+
+    base = 10
+
+
+@registry.register_problem
+class AlgorithmicAdditionBinary40Test(_SmallTestSizes, AlgorithmicAdditionBinary40):
+    """Small variant of algorithmic_addition_binary40 (numbers up to 10 digits in all)."""
+
+    train_size = 10_000
+    dev_size = 200
+
+
+@registry.register_problem
+class AlgorithmicSortProblem(AlgorithmicProblem):
+    """Sort a sequence of symbols 0..19 (length 1..10 in training, 1..20 in dev)."""
+
+    train_length = 10
+    dev_length = 20
+
+    @property
+    def num_symbols(self) -> int:  # type: ignore[override]
+        return max(self.train_length, self.dev_length)
+
+    def generator(self, nbr_symbols, max_length, nbr_cases, rng):
+        for length in _random_lengths(rng, max_length, nbr_cases):
+            inputs = rng.integers(0, nbr_symbols, size=length).tolist()
+            yield {"inputs": inputs, "targets": sorted(inputs)}

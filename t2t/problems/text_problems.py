@@ -1,0 +1,212 @@
+"""Text problems: subclasses that turn a generator of strings into a full Problem.
+
+- Text2TextProblem: `generate_samples` yields {"inputs": str, "targets": str}.
+- Text2SelfProblem: language modelling, yields {"targets": str}.
+- Text2ClassProblem: yields {"inputs": str, "label": int}.
+
+The vocabulary (SentencePiece "subword", "character", "byte" or a fixed "token" list)
+is built once from a bounded sample of the training text, saved in data_dir and
+reused when present. Every encoded sequence ends with EOS.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from absl import logging
+
+from t2t.problems import problem, text_encoder
+from t2t.utils.lazy_import import lazy_module
+
+tf = lazy_module("tensorflow")
+
+VOCAB_SUBWORD = "subword"
+VOCAB_CHARACTER = "character"
+VOCAB_BYTE = "byte"
+VOCAB_TOKEN = "token"
+VOCAB_TYPES = (VOCAB_SUBWORD, VOCAB_CHARACTER, VOCAB_BYTE, VOCAB_TOKEN)
+
+
+class TextProblem(problem.Problem):
+    """Shared vocabulary handling of the text problems."""
+
+    vocab_type: str = VOCAB_SUBWORD
+    approx_vocab_size: int = 2**15  # SentencePiece pieces (an upper bound on tiny data)
+    max_samples_for_vocab: int = 100_000  # texts read to build the vocabulary
+    sentencepiece_model_type: str = "unigram"
+
+    def generate_samples(self, data_dir: str, tmp_dir: str, split: str, *, mirror: str | None = None) -> Iterator[dict[str, Any]]:
+        """Yields raw samples (strings, and a label for classification)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_samples.")
+
+    def vocab_tokens(self) -> list[str]:
+        """The fixed token list of a VOCAB_TOKEN problem."""
+        raise NotImplementedError(f"{type(self).__name__} must list its vocab_tokens().")
+
+    def text_fields(self) -> tuple[str, ...]:
+        """The sample keys holding text (the vocabulary is built from these)."""
+        return ("inputs", "targets")
+
+    @property
+    def vocab_filename(self) -> str:
+        if self.vocab_type == VOCAB_SUBWORD:
+            return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.model"
+        return f"vocab.{self.dataset_filename()}.{self.vocab_type}"
+
+    def _datagen_hint(self, data_dir: str | None) -> str:
+        return f"run `t2t-datagen --problem={self.name} --data_dir={data_dir}` first"
+
+    def text_for_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None) -> Iterator[str]:
+        """A bounded stream of training text to build the vocabulary from."""
+        samples = self.generate_samples(data_dir, tmp_dir, problem.TRAIN_SPLIT, mirror=mirror)
+        for sample in itertools.islice(samples, self.max_samples_for_vocab):
+            for field in self.text_fields():
+                if sample.get(field):
+                    yield sample[field]
+
+    def get_or_create_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None = None) -> text_encoder.TextEncoder:
+        """Loads the vocabulary from data_dir, building and saving it first if absent."""
+        if self.vocab_type not in VOCAB_TYPES:
+            raise ValueError(f"{self.name}: unknown vocab_type {self.vocab_type!r}; use one of {VOCAB_TYPES}.")
+        path = os.path.join(data_dir, self.vocab_filename)
+        if self.vocab_type == VOCAB_BYTE:
+            return text_encoder.ByteTextEncoder()
+        if self.vocab_type == VOCAB_TOKEN:
+            return text_encoder.TokenTextEncoder(self.vocab_tokens())
+        if os.path.exists(path):
+            return self._load_vocab(data_dir)
+        logging.info("Building the %s vocabulary of %s at %s", self.vocab_type, self.name, path)
+        texts = self.text_for_vocab(data_dir, tmp_dir, mirror)
+        if self.vocab_type == VOCAB_CHARACTER:
+            encoder = text_encoder.CharacterTextEncoder.build_from_generator(texts)
+            encoder.save(path)
+            return encoder
+        return text_encoder.SentencePieceEncoder.train(
+            texts,
+            path[: -len(".model")],
+            self.approx_vocab_size,
+            model_type=self.sentencepiece_model_type,
+            max_samples=self.max_samples_for_vocab * len(self.text_fields()),
+        )
+
+    def _load_vocab(self, data_dir: str | None) -> text_encoder.TextEncoder:
+        if self.vocab_type == VOCAB_BYTE:
+            return text_encoder.ByteTextEncoder()
+        if self.vocab_type == VOCAB_TOKEN:
+            return text_encoder.TokenTextEncoder(self.vocab_tokens())
+        if data_dir is None:
+            raise problem.DataMissingError(
+                f"{self.name} needs its {self.vocab_type} vocabulary from data_dir; pass data_dir."
+            )
+        path = os.path.join(data_dir, self.vocab_filename)
+        hint = self._datagen_hint(data_dir)
+        if self.vocab_type == VOCAB_CHARACTER:
+            return text_encoder.CharacterTextEncoder.load(path, hint=hint)
+        return text_encoder.SentencePieceEncoder.load(path, hint=hint)
+
+    def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
+        self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+
+    def _encode_text(self, encoder: text_encoder.TextEncoder, text: str) -> list[int]:
+        return encoder.encode(text) + [text_encoder.EOS_ID]
+
+
+class Text2TextProblem(TextProblem):
+    """Sequence to sequence text; inputs and targets share one vocabulary."""
+
+    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
+        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+            yield {
+                "inputs": self._encode_text(encoder, sample["inputs"]),
+                "targets": self._encode_text(encoder, sample["targets"]),
+            }
+
+    def build_encoders(self, data_dir):
+        encoder = self._load_vocab(data_dir)
+        return {"inputs": encoder, "targets": encoder}
+
+    def problem_hparams(self, data_dir):
+        size = self.feature_encoders(data_dir)["targets"].vocab_size
+        return problem.ProblemHParams(
+            modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.SYMBOL},
+            vocab_size={"inputs": size, "targets": size},
+        )
+
+
+class Text2SelfProblem(TextProblem):
+    """Language modelling: the model predicts `targets` from its own prefix."""
+
+    sequence_features = ("targets",)
+
+    def text_fields(self):
+        return ("targets",)
+
+    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
+        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+            yield {"targets": self._encode_text(encoder, sample["targets"])}
+
+    def build_encoders(self, data_dir):
+        return {"targets": self._load_vocab(data_dir)}
+
+    def example_reading_spec(self):
+        return {"targets": tf.io.RaggedFeature(tf.int64)}
+
+    def eval_metrics(self):
+        return ["accuracy", "neg_log_perplexity"]
+
+    def problem_hparams(self, data_dir):
+        size = self.feature_encoders(data_dir)["targets"].vocab_size
+        return problem.ProblemHParams(
+            modality={"targets": problem.Modality.SYMBOL},
+            vocab_size={"targets": size},
+        )
+
+
+class Text2ClassProblem(TextProblem):
+    """Text classification: `generate_samples` yields {"inputs": str, "label": int}."""
+
+    sequence_features = ("inputs",)
+
+    def class_labels(self, data_dir: str | None) -> list[str]:
+        """Human-readable class names, index = label id."""
+        raise NotImplementedError(f"{type(self).__name__} must define class_labels().")
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_labels(None))
+
+    def text_fields(self):
+        return ("inputs",)
+
+    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
+        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+        num_classes = self.num_classes
+        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+            label = int(sample["label"])
+            if not 0 <= label < num_classes:
+                raise ValueError(f"{self.name}: label {label} is outside [0, {num_classes}).")
+            yield {"inputs": self._encode_text(encoder, sample["inputs"]), "targets": [label]}
+
+    def build_encoders(self, data_dir):
+        return {
+            "inputs": self._load_vocab(data_dir),
+            "targets": text_encoder.ClassLabelEncoder(self.class_labels(data_dir)),
+        }
+
+    def eval_metrics(self):
+        metrics = ["accuracy", "neg_log_perplexity"]
+        return metrics + (["accuracy_top5"] if self.num_classes > 5 else [])
+
+    def problem_hparams(self, data_dir):
+        return problem.ProblemHParams(
+            modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.CLASS_LABEL},
+            vocab_size={
+                "inputs": self.feature_encoders(data_dir)["inputs"].vocab_size,
+                "targets": self.num_classes,
+            },
+        )

@@ -1,0 +1,268 @@
+"""Name-keyed registries of problems, models, hyperparameter sets and ranged sets.
+
+Importing this module imports no TensorFlow. The built-in catalogue is discovered
+lazily: the first lookup or listing of a kind imports the modules of its package
+(`t2t.problems`, `t2t.models`, `t2t.hparams`) and the installed plugins (entry point
+group `t2t.plugins`). User code registers with the decorators:
+
+    @registry.register_problem            # name: my_problem (snake_case of the class)
+    class MyProblem(problem.Problem): ...
+
+    @registry.register_hparams("my_set")  # explicit name
+    def my_hparams(): ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import inspect
+import pkgutil
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+PLUGIN_ENTRY_POINT_GROUP = "t2t.plugins"
+REVERSE_SUFFIX = "_rev"
+
+_FIRST_CAP_RE = re.compile("(.)([A-Z][a-z0-9]+)")
+_ALL_CAP_RE = re.compile("([a-z0-9])([A-Z])")
+
+
+def default_name(class_or_fn: Any) -> str:
+    """snake_case of a class or function name: `LSTMSeq2seq` -> `lstm_seq2seq`."""
+    name = class_or_fn.__name__
+    return _ALL_CAP_RE.sub(r"\1_\2", _FIRST_CAP_RE.sub(r"\1_\2", name)).lower()
+
+
+class UnknownNameError(KeyError):
+    """A name that no registry entry has; the message lists the close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the message.
+        return str(self.args[0])
+
+
+class DuplicateNameError(ValueError):
+    """Two different definitions registered under one name."""
+
+
+def close_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
+    """Registered names closest to `name` (edit similarity, then shared substrings)."""
+    candidates = sorted(set(candidates))
+    matches = difflib.get_close_matches(name, candidates, n=n, cutoff=0.6)
+    for candidate in candidates:
+        if len(matches) >= n:
+            break
+        if candidate not in matches and (name in candidate or candidate in name):
+            matches.append(candidate)
+    return matches
+
+
+def _location(obj: Any) -> str:
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (TypeError, OSError):
+        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+
+
+class Registry:
+    """One name -> object table with lazy discovery of the built-in modules."""
+
+    def __init__(self, kind: str, package: str, *, hint: str = ""):
+        self.kind = kind
+        self._package = package
+        self._hint = hint
+        self._entries: dict[str, Any] = {}
+        self._locations: dict[str, str] = {}
+        self._discovered = False
+
+    @property
+    def plural(self) -> str:
+        """`problems`, `models`, `hparams`, `ranged_hparams` (as in the list_* functions)."""
+        return self.kind if self.kind.endswith("s") else self.kind + "s"
+
+    def register(self, obj: Any = None, *, name: str | None = None) -> Any:
+        """Registers `obj`; usable as `@register`, `@register("name")` or a call."""
+        if isinstance(obj, str):
+            return self.register(name=obj)
+        if obj is None:
+            return lambda o: self.register(o, name=name)
+        key = name or default_name(obj)
+        if not re.fullmatch(r"[a-z0-9_]+", key):
+            raise ValueError(
+                f"Invalid {self.kind} name {key!r}: use lower-case letters, digits and _."
+            )
+        location = _location(obj)
+        if key in self._entries and self._locations[key] != location:
+            raise DuplicateNameError(
+                f"{self.kind} {key!r} is already registered.\n"
+                f"  existing:  {self._locations[key]}\n"
+                f"  duplicate: {location}\n"
+                f"Rename one of them (e.g. @register_{self.kind}(\"another_name\"))."
+            )
+        self._entries[key] = obj
+        self._locations[key] = location
+        if inspect.isclass(obj):
+            obj.registered_name = key  # lets instances report the name they were found by
+        return obj
+
+    def discover(self) -> None:
+        """Imports the built-in modules of this kind and the installed plugins, once."""
+        if self._discovered:
+            return
+        self._discovered = True
+        package = importlib.import_module(self._package)
+        for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{self._package}.{module.name}")
+        load_plugins()
+
+    def get(self, name: str) -> Any:
+        """The object registered as `name`; UnknownNameError lists close matches."""
+        self.discover()
+        if name not in self._entries:
+            raise UnknownNameError(self._unknown_message(name))
+        return self._entries[name]
+
+    def _unknown_message(self, name: str) -> str:
+        matches = close_matches(name, self._entries)
+        message = f"Unknown {self.kind} {name!r}."
+        if matches:
+            message += " Did you mean: " + ", ".join(matches) + "?"
+        message += (
+            f" See all {len(self._entries)} with --registry_help or "
+            f"t2t.registry.list_{self.plural}()."
+        )
+        if self._hint:
+            message += " " + self._hint
+        return message
+
+    def names(self) -> list[str]:
+        self.discover()
+        return sorted(self._entries)
+
+    def location(self, name: str) -> str:
+        self.get(name)
+        return self._locations[name]
+
+    def __contains__(self, name: str) -> bool:
+        self.discover()
+        return name in self._entries
+
+    def unregister(self, name: str) -> None:
+        """Removes an entry (for tests and interactive sessions)."""
+        self._entries.pop(name, None)
+        self._locations.pop(name, None)
+
+
+_USER_CODE_HINT = "Code of your own is loaded with --t2t_usr_dir=PATH."
+_problems = Registry("problem", "t2t.problems", hint=_USER_CODE_HINT)
+_models = Registry("model", "t2t.models", hint=_USER_CODE_HINT)
+_hparams = Registry("hparams", "t2t.hparams", hint=_USER_CODE_HINT)
+_ranged_hparams = Registry("ranged_hparams", "t2t.hparams", hint=_USER_CODE_HINT)
+REGISTRIES = {r.kind: r for r in (_problems, _models, _hparams, _ranged_hparams)}
+
+_plugins_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Loads installed packages' `t2t.plugins` entry points once; returns their names."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return []
+    _plugins_loaded = True
+    loaded = []
+    for entry_point in importlib.metadata.entry_points(group=PLUGIN_ENTRY_POINT_GROUP):
+        entry_point.load()
+        loaded.append(entry_point.name)
+    return loaded
+
+
+def register_problem(obj: Any = None, name: str | None = None) -> Any:
+    """Registers a Problem class (bare decorator, or with a name)."""
+    return _problems.register(obj, name=name)
+
+
+def register_model(obj: Any = None, name: str | None = None) -> Any:
+    """Registers a Model class (bare decorator, or with a name)."""
+    return _models.register(obj, name=name)
+
+
+def register_hparams(obj: Any = None, name: str | None = None) -> Any:
+    """Registers a function returning an HParams (bare decorator, or with a name)."""
+    return _hparams.register(obj, name=name)
+
+
+def register_ranged_hparams(obj: Any = None, name: str | None = None) -> Any:
+    """Registers a function filling a RangedHParams (bare decorator, or with a name)."""
+    return _ranged_hparams.register(obj, name=name)
+
+
+def parse_problem_name(name: str) -> tuple[str, bool]:
+    """Splits `name` into (base name, was_reversed); `_rev_rev` is refused."""
+    if not name.endswith(REVERSE_SUFFIX) or name in _problems:
+        return name, False
+    base = name[: -len(REVERSE_SUFFIX)]
+    if base.endswith(REVERSE_SUFFIX):
+        raise ValueError(
+            f"Problem name {name!r} reverses twice: use {base[: -len(REVERSE_SUFFIX)]!r},"
+            f" or {base!r} for the reversed direction."
+        )
+    return base, True
+
+
+def problem(name: str) -> Any:
+    """A Problem instance by name; the `_rev` suffix swaps inputs and targets."""
+    base, was_reversed = parse_problem_name(name)
+    return _problems.get(base)(was_reversed=was_reversed)
+
+
+def problem_class(name: str) -> type:
+    """The registered Problem class (without `_rev` handling)."""
+    return _problems.get(name)
+
+
+def model(name: str) -> type:
+    """The registered Model class."""
+    return _models.get(name)
+
+
+def hparams(name: str) -> Callable[[], Any]:
+    """The registered function that returns the HParams set `name`."""
+    return _hparams.get(name)
+
+
+def ranged_hparams(name: str) -> Callable[[Any], None]:
+    """The registered function that fills a RangedHParams."""
+    return _ranged_hparams.get(name)
+
+
+def list_problems() -> list[str]:
+    return _problems.names()
+
+
+def list_models() -> list[str]:
+    return _models.names()
+
+
+def list_hparams() -> list[str]:
+    return _hparams.names()
+
+
+def list_ranged_hparams() -> list[str]:
+    return _ranged_hparams.names()
+
+
+def help_string() -> str:
+    """Everything registered, as printed by the binaries' --registry_help."""
+    lines = []
+    for kind, registry in REGISTRIES.items():
+        names = registry.names()
+        lines.append(f"{registry.plural} ({len(names)}):")
+        lines.extend(f"  {name}" for name in names)
+        if kind == "problem":
+            lines.append(f"  (append {REVERSE_SUFFIX} to a problem name to swap inputs and targets)")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Small helpers shared across t2t packages."""

@@ -56,7 +56,8 @@ def close_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]
     for candidate in candidates:
         if len(matches) >= n:
             break
-        if candidate not in matches and (name in candidate or candidate in name):
+        shared = name in candidate or (len(candidate) >= 4 and candidate in name)
+        if candidate not in matches and shared:
             matches.append(candidate)
     return matches
 

@@ -109,11 +109,13 @@ class _Progress:
 
     def __init__(self, label: str, total: int | None, enabled: bool, interval: float = 1.0):
         self.label, self.total, self.enabled, self.interval = label, total, enabled, interval
-        self.start = self.last = time.monotonic()
+        self.start = self.last = None
         self.tty = sys.stderr.isatty()
 
     def update(self, count: int, force: bool = False) -> None:
         now = time.monotonic()
+        if self.start is None:  # the clock starts at the first example, not at set-up
+            self.start = self.last = now
         if not self.enabled or (not force and now - self.last < self.interval):
             return
         self.last = now

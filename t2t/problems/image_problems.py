@@ -13,7 +13,8 @@ Its elements are {"inputs": uint8 [H, W, C], "targets": int32 [1]}.
 PNG encoding during datagen uses `encode_png`, a small numpy + zlib writer (filter type
 0, zlib level 6). Measured on 28x28x1 Fashion-MNIST images on a 2-core CPU: ~21.7k
 images/s, against ~11.4k/s for PIL and ~9.3k/s for eager `tf.io.encode_png`; all three
-decode to identical pixels and the files are within 3% of each other in size.
+decode to identical pixels and the files are within 3% of each other in size. Whole
+Fashion-MNIST datagen runs at ~7.4k images/s, half of it in `generator_utils.to_example`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ _PNG_END = struct.pack(">I", 0) + b"IEND" + struct.pack(">I", zlib.crc32(b"IEND"
 
 # Tensor2Tensor's SpaceID.IMAGE (25) is not in problem.SpaceID; fall back to GENERIC
 # until it is added there.
-_IMAGE_SPACE_ID: int = getattr(problem.SpaceID, "IMAGE", problem.SpaceID.GENERIC)
+_IMAGE_SPACE_ID: int = problem.SpaceID.IMAGE
 
 
 def _png_chunk(tag: bytes, data: bytes) -> bytes:
@@ -149,7 +150,9 @@ class ImageProblem(problem.Problem):
 
     def decode_image(self, encoded: Any) -> Any:
         """PNG bytes (scalar string) -> uint8 [H, W, C]; fails if the shape differs."""
-        image = tf.io.decode_png(encoded, channels=self.num_channels, dtype=tf.uint8)
+        # decode_png converts to 1, 3 or 4 channels; 0 keeps the file's own (for 2).
+        channels = self.num_channels if self.num_channels in (1, 3, 4) else 0
+        image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)
         return tf.ensure_shape(image, self.image_shape)
 
     def preprocess_example(

@@ -113,16 +113,16 @@ def read_idx(path: str, magic: int) -> np.ndarray:
     file_size = os.path.getsize(path)
     with open(path, "rb") as f:
         header = f.read(header_size)
-    if len(header) < header_size:
-        raise IdxFormatError(
-            f"{path}: too short for an idx header ({file_size} bytes, need {header_size})."
-        )
-    found = int.from_bytes(header[:4], "big")
-    if found != magic:
+    found = int.from_bytes(header[:4], "big") if len(header) >= 4 else None
+    if found is not None and found != magic:
         raise IdxFormatError(
             f"{path}: bad idx magic number {found} (expected {magic}); the file is not "
             f"an idx {'label' if magic == IDX_LABELS_MAGIC else 'image'} file, or is "
             f"still compressed."
+        )
+    if len(header) < header_size:
+        raise IdxFormatError(
+            f"{path}: too short for an idx header ({file_size} bytes, need {header_size})."
         )
     shape = tuple(int(d) for d in np.frombuffer(header, ">u4", count=ndim, offset=4))
     expected = header_size + int(np.prod(shape, dtype=np.int64))

@@ -73,11 +73,13 @@ class SpaceID:
     CS_TOK = 21
     CS_CHR = 22
     DNA = 23
-    RE_TOK = 24
-    PE_TOK = 25
-    ASCII = 26
-    EN_PR_HL = 27
-    VI_TOK = 28
+    REAL = 24
+    IMAGE = 25
+    PEPTIDE = 26
+    PY_TOK = 27
+    CPP_TOK = 28
+    STROKES = 29
+    PICKLED_PYTHON = 30
 
 
 class DataMissingError(FileNotFoundError):

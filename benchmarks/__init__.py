@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m benchmarks.<name> [--quick]`; each module has main(argv) -> dict."""

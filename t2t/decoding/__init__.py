@@ -1,0 +1,1 @@
+"""Inference: choosing tokens (greedy, sampling), beam search, decoding loops."""

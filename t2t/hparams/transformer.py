@@ -1,0 +1,147 @@
+"""Transformer hyperparameter sets, with Tensor2Tensor's values (v1.15)."""
+
+from __future__ import annotations
+
+from t2t import registry
+from t2t.hparams.basic import basic_params1
+from t2t.hparams.hparams import HParams
+from t2t.hparams.ranged import LOG_SCALE, RangedHParams
+
+
+@registry.register_hparams
+def transformer_base_v1() -> HParams:
+    """The original base Transformer settings (post-norm, noam schedule)."""
+    hp = basic_params1()
+    hp.norm_type = "layer"
+    hp.hidden_size = 512
+    hp.batch_size = 4096
+    hp.max_length = 256
+    hp.clip_grad_norm = 0.0  # no gradient clipping
+    hp.optimizer_adam_epsilon = 1e-9
+    hp.learning_rate_schedule = "legacy"
+    hp.learning_rate_decay_scheme = "noam"
+    hp.learning_rate = 0.1
+    hp.learning_rate_warmup_steps = 4000
+    hp.initializer_gain = 1.0
+    hp.num_hidden_layers = 6
+    hp.initializer = "uniform_unit_scaling"
+    hp.weight_decay = 0.0
+    hp.optimizer_adam_beta1 = 0.9
+    hp.optimizer_adam_beta2 = 0.98
+    hp.label_smoothing = 0.1
+    hp.shared_embedding_and_softmax_weights = True
+    # Transformer-specific hparams.
+    hp.add_hparam("filter_size", 2048)
+    hp.add_hparam("num_encoder_layers", 0)  # 0: num_hidden_layers
+    hp.add_hparam("num_decoder_layers", 0)
+    hp.add_hparam("num_heads", 8)
+    hp.add_hparam("attention_key_channels", 0)  # 0: hidden_size
+    hp.add_hparam("attention_value_channels", 0)
+    hp.add_hparam("ffn_layer", "dense_relu_dense")
+    hp.add_hparam("attention_dropout", 0.0)
+    hp.add_hparam("relu_dropout", 0.0)
+    hp.add_hparam("pos", "timing")  # "timing" or "none"
+    hp.add_hparam("use_target_space_embedding", True)
+    return hp
+
+
+@registry.register_hparams
+def transformer_base_v2() -> HParams:
+    """Pre-norm ("n" before, "da" after each sublayer) with attention/relu dropout."""
+    hp = transformer_base_v1()
+    hp.layer_preprocess_sequence = "n"
+    hp.layer_postprocess_sequence = "da"
+    hp.layer_prepostprocess_dropout = 0.1
+    hp.attention_dropout = 0.1
+    hp.relu_dropout = 0.1
+    hp.learning_rate_warmup_steps = 8000
+    hp.learning_rate = 0.2
+    return hp
+
+
+@registry.register_hparams
+def transformer_base_v3() -> HParams:
+    """v2 with the factored schedule constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size."""
+    hp = transformer_base_v2()
+    hp.optimizer_adam_beta2 = 0.997
+    hp.learning_rate_schedule = "constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size"
+    hp.learning_rate_constant = 2.0
+    return hp
+
+
+@registry.register_hparams
+def transformer_base() -> HParams:
+    """The default Transformer: 6 layers, hidden 512, filter 2048, 8 heads."""
+    return transformer_base_v3()
+
+
+@registry.register_hparams
+def transformer_big() -> HParams:
+    """Hidden 1024, filter 4096, 16 heads, dropout 0.3 (8 GPUs in the paper)."""
+    hp = transformer_base()
+    hp.hidden_size = 1024
+    hp.filter_size = 4096
+    hp.batch_size = 2048
+    hp.num_heads = 16
+    hp.layer_prepostprocess_dropout = 0.3
+    return hp
+
+
+@registry.register_hparams
+def transformer_big_single_gpu() -> HParams:
+    hp = transformer_big()
+    hp.layer_prepostprocess_dropout = 0.1
+    hp.learning_rate_warmup_steps = 16000
+    return hp
+
+
+@registry.register_hparams
+def transformer_base_single_gpu() -> HParams:
+    hp = transformer_base()
+    hp.batch_size = 1024
+    hp.learning_rate_schedule = "constant*linear_warmup*rsqrt_decay"
+    hp.learning_rate_constant = 0.1
+    hp.learning_rate_warmup_steps = 16000
+    return hp
+
+
+@registry.register_hparams
+def transformer_small() -> HParams:
+    hp = transformer_base()
+    hp.num_hidden_layers = 2
+    hp.hidden_size = 256
+    hp.filter_size = 1024
+    hp.num_heads = 4
+    return hp
+
+
+@registry.register_hparams
+def transformer_tiny() -> HParams:
+    hp = transformer_base()
+    hp.num_hidden_layers = 2
+    hp.hidden_size = 128
+    hp.filter_size = 512
+    hp.num_heads = 4
+    return hp
+
+
+@registry.register_hparams
+def transformer_test() -> HParams:
+    """A very small Transformer for unit tests."""
+    hp = transformer_base()
+    hp.num_hidden_layers = 2
+    hp.hidden_size = 16
+    hp.filter_size = 8
+    hp.num_heads = 2
+    return hp
+
+
+@registry.register_ranged_hparams
+def transformer_base_range(rhp: RangedHParams) -> None:
+    """Tensor2Tensor's search space around transformer_base."""
+    rhp.set_float("learning_rate", 0.3, 3.0, scale=LOG_SCALE)
+    rhp.set_discrete("learning_rate_warmup_steps", [1000, 2000, 4000, 8000, 16000])
+    rhp.set_float("initializer_gain", 0.5, 2.0)
+    rhp.set_float("optimizer_adam_beta1", 0.85, 0.95)
+    rhp.set_float("optimizer_adam_beta2", 0.97, 0.99)
+    rhp.set_float("weight_decay", 0.0, 1e-4)

@@ -1,0 +1,207 @@
+"""Modalities: how a feature enters a model (bottom), leaves it (top) and is scored (loss).
+
+A problem's hparams name one modality per feature (t2t.problems.problem.Modality);
+T2TModel builds them with `create_modality`, so a model body only sees dense tensors:
+  symbol       ids [B, T] -> [B, T, H];  body [B, T, H] -> logits [B, T, V]
+  class_label  ids [B, 1] -> [B, 1, H];  body [B, ..., H] -> logits [B, 1, C]
+  image        uint8 [B, H, W, C] -> float [B, H, W, C] in [0, 1]
+  real         float [B, T, D] -> [B, T, H];  body -> [B, T, D] (L2 loss)
+  identity     passed through unchanged
+Losses return (numerator, denominator): the weighted sum of per-position losses and
+the sum of weights, so replicas can be averaged over the global token count.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t.layers import common
+
+SYMBOL = "symbol"
+CLASS_LABEL = "class_label"
+IMAGE = "image"
+REAL = "real"
+IDENTITY = "identity"
+
+
+def smoothed_cross_entropy(logits: tf.Tensor, labels: tf.Tensor, vocab_size: int, label_smoothing: float) -> tf.Tensor:
+    """Per-position cross entropy [...] of logits [..., V] against int labels [...].
+
+    With label smoothing the target puts 1-eps on the label and eps/(V-1) elsewhere;
+    the constant entropy of that distribution is subtracted (as Tensor2Tensor does), so
+    a perfect model scores 0.
+    """
+    logits = tf.cast(logits, tf.float32)
+    if not label_smoothing:
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    confidence = 1.0 - label_smoothing
+    low = label_smoothing / float(vocab_size - 1)
+    soft = tf.one_hot(labels, vocab_size, on_value=confidence, off_value=low)
+    xent = tf.nn.softmax_cross_entropy_with_logits(labels=soft, logits=logits)
+    normalizing = -(confidence * math.log(confidence) + (vocab_size - 1) * low * math.log(low + 1e-20))
+    return xent - normalizing
+
+
+class Modality(common.Layer):
+    """Base: subclasses implement bottom/top/loss for one kind of feature."""
+
+    def __init__(self, vocab_size: int | None, hparams: Any, name: str):
+        super().__init__(name=name)
+        self.vocab_size = vocab_size
+        self.hparams = hparams
+        self.hidden_size = hparams.hidden_size
+
+    def bottom(self, x: tf.Tensor) -> tf.Tensor:
+        return x
+
+    def targets_bottom(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        return self.bottom(x, training=training)
+
+    def top(self, body_output: tf.Tensor) -> tf.Tensor:
+        return body_output
+
+    def targets_weights(self, targets: tf.Tensor) -> tf.Tensor:
+        """Weight of each target position: 1 for real tokens, 0 for padding."""
+        return tf.cast(tf.not_equal(targets, 0), tf.float32)
+
+    def loss(self, logits: tf.Tensor, targets: tf.Tensor, label_smoothing: float) -> tuple[tf.Tensor, tf.Tensor]:
+        raise NotImplementedError(f"{type(self).__name__} has no loss.")
+
+
+class SymbolModality(Modality):
+    """Token ids: an embedding matrix [V, H], optionally shared with the softmax."""
+
+    def __init__(self, vocab_size: int, hparams: Any, name: str = "symbol_modality",
+                 with_softmax: bool = True):
+        super().__init__(vocab_size, hparams, name)
+        self.embedding = self.add_weight(
+            name="weights",
+            shape=(vocab_size, self.hidden_size),
+            initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5),
+        )
+        self.share_softmax = bool(hparams.get("shared_embedding_and_softmax_weights", False))
+        # Only a targets modality projects to logits; an inputs one needs no softmax.
+        if with_softmax and not self.share_softmax:
+            self.softmax_weights = self.add_weight(
+                name="softmax",
+                shape=(vocab_size, self.hidden_size),
+                initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5),
+            )
+        self.symbol_dropout = hparams.get("symbol_dropout", 0.0)
+
+    def bottom(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        ids = tf.cast(x, tf.int32)
+        if training and self.symbol_dropout:
+            keep = tf.random.uniform(tf.shape(ids)) >= self.symbol_dropout
+            ids = tf.where(keep, ids, tf.zeros_like(ids))
+        embedding = tf.cast(self.embedding, self.compute_dtype)
+        out = tf.gather(embedding, ids)
+        if self.hparams.get("multiply_embedding_mode", "sqrt_depth") == "sqrt_depth":
+            out *= tf.cast(self.hidden_size**0.5, out.dtype)
+        # Padding positions embed to zero (Tensor2Tensor does the same).
+        return out * tf.cast(tf.not_equal(ids, 0), out.dtype)[..., None]
+
+    def top(self, body_output: tf.Tensor) -> tf.Tensor:
+        weights = self.embedding if self.share_softmax else self.softmax_weights
+        weights = tf.cast(weights, body_output.dtype)
+        return tf.einsum("...h,vh->...v", body_output, weights)
+
+    def loss(self, logits, targets, label_smoothing):
+        targets = tf.cast(targets, tf.int32)
+        xent = smoothed_cross_entropy(logits, targets, self.vocab_size, label_smoothing)
+        weights = self.targets_weights(targets)
+        return tf.reduce_sum(xent * weights), tf.reduce_sum(weights)
+
+
+class ClassLabelModality(Modality):
+    """One label per example: targets [B, 1]; logits [B, 1, C] from mean-pooled body."""
+
+    def __init__(self, vocab_size: int, hparams: Any, name: str = "class_label_modality"):
+        super().__init__(vocab_size, hparams, name)
+        self.embedding = keras.layers.Embedding(vocab_size, self.hidden_size, name="embedding")
+        self.dense = keras.layers.Dense(vocab_size, name="logits")
+
+    def bottom(self, x, training=None):
+        return self.embedding(tf.reshape(tf.cast(x, tf.int32), [-1, 1]))
+
+    def top(self, body_output):
+        # Average over every axis between batch and depth (time, or height and width).
+        rank = len(body_output.shape)
+        pooled = tf.reduce_mean(body_output, axis=list(range(1, rank - 1))) if rank > 2 else body_output
+        return self.dense(pooled)[:, None, :]
+
+    def targets_weights(self, targets):
+        return tf.ones_like(tf.reshape(targets, [-1, 1]), dtype=tf.float32)
+
+    def loss(self, logits, targets, label_smoothing):
+        targets = tf.reshape(tf.cast(targets, tf.int32), [-1, 1])
+        xent = smoothed_cross_entropy(logits, targets, self.vocab_size, label_smoothing)
+        return tf.reduce_sum(xent), tf.cast(tf.size(xent), tf.float32)
+
+
+class ImageModality(Modality):
+    """uint8 images [B, H, W, C] -> floats in [0, 1]; the body does the rest."""
+
+    def bottom(self, x, training=None):
+        return tf.cast(x, self.compute_dtype) / tf.cast(255.0, self.compute_dtype)
+
+
+class RealModality(Modality):
+    """Real vectors: a dense projection in, a dense projection out, L2 loss."""
+
+    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "real_modality"):
+        super().__init__(vocab_size, hparams, name)
+        self.depth = vocab_size or 1
+        self.inp = keras.layers.Dense(self.hidden_size, kernel_initializer=common.initializer(hparams))
+        self.out = keras.layers.Dense(self.depth)
+
+    def bottom(self, x, training=None):
+        return self.inp(tf.cast(x, self.compute_dtype))
+
+    def top(self, body_output):
+        return self.out(body_output)
+
+    def targets_weights(self, targets):
+        return tf.ones(tf.shape(targets)[:-1], tf.float32)
+
+    def loss(self, logits, targets, label_smoothing):
+        error = tf.reduce_sum(tf.square(tf.cast(logits, tf.float32) - tf.cast(targets, tf.float32)), -1)
+        weights = self.targets_weights(targets)
+        return tf.reduce_sum(error * weights), tf.reduce_sum(weights)
+
+
+class IdentityModality(Modality):
+    """No transformation; useful for features a body consumes raw."""
+
+    def bottom(self, x, training=None):
+        return x
+
+
+_MODALITIES = {
+    SYMBOL: SymbolModality,
+    CLASS_LABEL: ClassLabelModality,
+    IMAGE: ImageModality,
+    REAL: RealModality,
+    IDENTITY: IdentityModality,
+}
+
+
+def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: str,
+                    with_softmax: bool | None = None) -> Modality:
+    """The modality layer for `feature` of kind `kind` (a Modality name).
+
+    with_softmax: whether a symbol modality projects to logits (default: for targets)."""
+    if kind not in _MODALITIES:
+        raise ValueError(f"Unknown modality {kind!r} for feature {feature!r}: use one of {sorted(_MODALITIES)}.")
+    if kind in (SYMBOL, CLASS_LABEL) and not vocab_size:
+        raise ValueError(f"Feature {feature!r} ({kind}) needs a vocab_size, got {vocab_size!r}.")
+    name = f"{feature}_{kind}_modality"
+    if kind == SYMBOL:
+        if with_softmax is None:
+            with_softmax = feature == "targets"
+        return SymbolModality(vocab_size, hparams, name=name, with_softmax=with_softmax)
+    return _MODALITIES[kind](vocab_size, hparams, name=name)

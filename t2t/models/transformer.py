@@ -1,0 +1,207 @@
+"""The Transformer (Vaswani et al., 2017) as Tensor2Tensor built it.
+
+Three shapes from one class, chosen by the problem's features:
+- inputs and symbol targets: encoder-decoder;
+- symbol targets only (language modelling): decoder only;
+- inputs and a class label: encoder only, mean-pooled over non-padding positions.
+Layer pre/post-processing follows hparams.layer_preprocess_sequence / _postprocess_
+("n" / "da" in the transformer sets: pre-norm). Packed examples (features
+"<name>_segmentation" / "<name>_position") attend only within their own segment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t import registry
+from t2t.layers import attention, common, feed_forward, modalities, positional
+from t2t.models import t2t_model
+
+
+def _layer_count(hparams: Any, name: str) -> int:
+    return hparams.get(name, 0) or hparams.num_hidden_layers
+
+
+class _Sublayer(common.Layer):
+    """preprocess -> sublayer -> postprocess (with the residual), as in T2T."""
+
+    def __init__(self, inner: keras.layers.Layer, hparams: Any, name: str):
+        super().__init__(name=name)
+        dropout = hparams.layer_prepostprocess_dropout
+        self.pre = common.PrePostProcess(hparams.layer_preprocess_sequence, hparams, dropout, "pre")
+        self.inner = inner
+        self.post = common.PrePostProcess(hparams.layer_postprocess_sequence, hparams, dropout, "post")
+        # Keras would copy a `cache` dict argument, losing the attention's writes into it.
+        self._convert_input_args = False
+
+    def call(self, x: tf.Tensor, training: bool | None = None, **kwargs: Any) -> tf.Tensor:
+        y = self.inner(self.pre(x, training=training), training=training, **kwargs)
+        return self.post(y, residual=x, training=training)
+
+
+def _attention(hparams: Any, name: str) -> attention.MultiHeadAttention:
+    return attention.MultiHeadAttention(
+        hparams.hidden_size,
+        hparams.num_heads,
+        dropout=hparams.attention_dropout,
+        kernel_initializer=common.initializer(hparams),
+        key_channels=hparams.get("attention_key_channels", 0),
+        value_channels=hparams.get("attention_value_channels", 0),
+        name=name,
+    )
+
+
+def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
+    if hparams.get("ffn_layer", "dense_relu_dense") != "dense_relu_dense":
+        raise ValueError(f"Unsupported ffn_layer {hparams.ffn_layer!r}: t2t has dense_relu_dense.")
+    return feed_forward.DenseReluDense(
+        hparams.filter_size, hparams.hidden_size, hparams.relu_dropout,
+        kernel_initializer=common.initializer(hparams), name="ffn",
+    )
+
+
+class EncoderLayer(common.Layer):
+    def __init__(self, hparams: Any, name: str):
+        super().__init__(name=name)
+        self.self_attention = _Sublayer(_attention(hparams, "self_attention"), hparams, "self_attention")
+        self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
+
+    def call(self, x, bias, training=None):
+        x = self.self_attention(x, training=training, bias=bias)
+        return self.ffn(x, training=training)
+
+
+class DecoderLayer(common.Layer):
+    def __init__(self, hparams: Any, has_encoder: bool, name: str):
+        super().__init__(name=name)
+        self.self_attention = _Sublayer(_attention(hparams, "self_attention"), hparams, "self_attention")
+        self.encdec_attention = (
+            _Sublayer(_attention(hparams, "encdec_attention"), hparams, "encdec_attention")
+            if has_encoder else None
+        )
+        self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
+        self._convert_input_args = False  # keeps the caller's `cache` dict (see _Sublayer)
+
+    def call(self, x, self_bias, memory=None, memory_bias=None, training=None, cache=None,
+             decode_index=None, memory_kv=None):
+        if decode_index is not None:  # Keras refuses a Python int beside tensors in **kwargs
+            decode_index = tf.convert_to_tensor(decode_index, tf.int32)
+        x = self.self_attention(x, training=training, bias=self_bias, cache=cache, decode_index=decode_index)
+        if self.encdec_attention is not None:
+            x = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias,
+                                      memory_kv=memory_kv)
+        return self.ffn(x, training=training)
+
+
+class Stack(common.Layer):
+    """Input dropout, N layers, and the final layer_preprocess (a norm when pre-norm)."""
+
+    def __init__(self, hparams: Any, layers: list[keras.layers.Layer], name: str):
+        super().__init__(name=name)
+        self.stack_layers = layers
+        self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
+        self.final = common.PrePostProcess(
+            hparams.layer_preprocess_sequence.replace("a", ""), hparams, 0.0, "final"
+        )
+
+
+@registry.register_model
+class Transformer(t2t_model.T2TModel):
+    """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
+
+    def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
+        super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)
+        hp = self.hparams
+        targets_kind = self.problem_hparams.modality.get("targets")
+        self.is_classifier = targets_kind == modalities.CLASS_LABEL
+        self.has_encoder = self.has_inputs
+        if self.has_encoder:
+            self.encoder = Stack(hp, [EncoderLayer(hp, f"layer_{i}")
+                                      for i in range(_layer_count(hp, "num_encoder_layers"))], "encoder")
+            self.target_space_embedding = (
+                keras.layers.Embedding(32, hp.hidden_size, name="target_space_embedding")
+                if hp.get("use_target_space_embedding", False) else None
+            )
+        if not self.is_classifier:
+            self.decoder = Stack(hp, [DecoderLayer(hp, self.has_encoder, f"layer_{i}")
+                                      for i in range(_layer_count(hp, "num_decoder_layers"))], "decoder")
+
+    # ------------------------------------------------------------ encoder
+    def encode(self, inputs: tf.Tensor, features: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Embedded inputs [B, S, H] -> (encoder output [B, S, H], its bias, nonpadding [B, S])."""
+        hp = self.hparams
+        nonpadding = attention.embedding_to_nonpadding(inputs)
+        segment = features.get("inputs_segmentation")
+        if segment is not None:
+            bias = attention.segment_bias(segment, segment)
+            bias += attention.padding_bias(nonpadding)
+        else:
+            bias = attention.padding_bias(nonpadding)
+        x = inputs
+        if self.target_space_embedding is not None:
+            space = tf.fill([1, 1], self.problem_hparams.target_space_id)
+            x += tf.cast(self.target_space_embedding(space), x.dtype)
+        if hp.get("pos", "timing") == "timing":
+            x = positional.add_timing_signal(x, features.get("inputs_position"))
+        x = self.encoder.input_dropout(x, training=training)
+        for layer in self.encoder.stack_layers:
+            x = layer(x, bias, training=training)
+        x = self.encoder.final(x, training=training)
+        return x, bias, nonpadding
+
+    # ------------------------------------------------------------ decoder
+    def shift_right(self, targets: tf.Tensor, features: dict) -> tf.Tensor:
+        """Embedded targets [B, T, H] shifted one step right (a zero vector first).
+
+        With packing, each example's first position gets the zero vector too."""
+        shifted = tf.pad(targets, [[0, 0], [1, 0], [0, 0]])[:, :-1, :]
+        position = features.get("targets_position")
+        if position is not None:
+            shifted *= tf.cast(tf.not_equal(position, 0), shifted.dtype)[..., None]
+        return shifted
+
+    def decoder_self_bias(self, length: tf.Tensor, features: dict) -> tf.Tensor:
+        bias = attention.causal_bias(length)
+        segment = features.get("targets_segmentation")
+        if segment is not None:
+            bias += attention.segment_bias(segment, segment)
+        return bias
+
+    def decode(self, decoder_input, memory, memory_bias, features, training):
+        """Shifted embedded targets [B, T, H] -> decoder output [B, T, H]."""
+        hp = self.hparams
+        x = decoder_input
+        if hp.get("pos", "timing") == "timing":
+            x = positional.add_timing_signal(x, features.get("targets_position"))
+        x = self.decoder.input_dropout(x, training=training)
+        self_bias = self.decoder_self_bias(tf.shape(x)[1], features)
+        for layer in self.decoder.stack_layers:
+            x = layer(x, self_bias, memory=memory, memory_bias=memory_bias, training=training)
+        return self.decoder.final(x, training=training)
+
+    def _memory_bias(self, nonpadding: tf.Tensor, features: dict) -> tf.Tensor:
+        """[B, 1, T or 1, S] bias of encoder-decoder attention (padding, and segments)."""
+        bias = attention.padding_bias(nonpadding)
+        if "inputs_segmentation" in features and "targets_segmentation" in features:
+            bias += attention.segment_bias(
+                features["targets_segmentation"], features["inputs_segmentation"]
+            )
+        return bias
+
+    # --------------------------------------------------------------- body
+    def body(self, features, training):
+        if self.is_classifier:
+            encoded, _, nonpadding = self.encode(features["inputs"], features, training)
+            weights = nonpadding[..., None]
+            pooled = tf.reduce_sum(encoded * tf.cast(weights, encoded.dtype), axis=1)
+            pooled /= tf.cast(tf.maximum(tf.reduce_sum(weights, axis=1), 1.0), pooled.dtype)
+            return pooled[:, None, :]
+        memory = memory_bias = None
+        if self.has_encoder:
+            memory, _, nonpadding = self.encode(features["inputs"], features, training)
+            memory_bias = self._memory_bias(nonpadding, features)
+        decoder_input = self.shift_right(features["targets"], features)
+        return self.decode(decoder_input, memory, memory_bias, features, training)

@@ -1,0 +1,1 @@
+"""Training: learning-rate schedules, optimizers and evaluation metrics."""

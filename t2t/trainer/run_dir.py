@@ -1,0 +1,101 @@
+"""The run directory: what a run records about itself, and resume-compatibility checks.
+
+output_dir/
+  run.json              problem, model, hparams set, t2t version (first run)
+  hparams.json          the resolved hyperparameters
+  operative_config.gin  what gin bound
+  ckpt-N.*, checkpoint  checkpoints (tf.train.CheckpointManager)
+  eval_results.jsonl    one JSON line per evaluation
+  train/, eval/         TensorBoard summaries
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from t2t.hparams.hparams import HParams
+
+RUN_FILE = "run.json"
+HPARAMS_FILE = "hparams.json"
+EVAL_RESULTS_FILE = "eval_results.jsonl"
+
+# Hyperparameters that change variable shapes or the graph's structure: a run cannot
+# resume from a checkpoint written with other values.
+STRUCTURAL_HPARAMS = frozenset({
+    "hidden_size", "num_hidden_layers", "num_encoder_layers", "num_decoder_layers",
+    "filter_size", "num_heads", "attention_key_channels", "attention_value_channels",
+    "shared_embedding_and_softmax_weights", "shared_embedding", "ffn_layer", "norm_type",
+    "layer_sizes", "filter_sizes", "bottleneck_ratios", "block_fn", "is_cifar",
+    "attention_layer_size", "attention_mechanism", "output_attention", "num_heads",
+    "use_target_space_embedding", "optimizer", "kernel_height", "kernel_width",
+    "shake_shake_num_branches", "weight_dtype",
+})
+
+
+class IncompatibleRunError(ValueError):
+    """output_dir holds a run that the current settings cannot resume."""
+
+
+def _write_json(path: str, value: Any) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *, has_checkpoint: bool) -> list[str]:
+    """Refuses to resume a run with another problem/model or structural hparams.
+
+    Returns warnings about non-structural hparams that changed (e.g. dropout), which
+    take effect from the resumed step. Records run.json and hparams.json.
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    run_path, hparams_path = os.path.join(output_dir, RUN_FILE), os.path.join(output_dir, HPARAMS_FILE)
+    warnings = []
+    if has_checkpoint and os.path.exists(run_path):
+        previous = _read_json(run_path)
+        for key in ("problem", "model"):
+            if previous.get(key) != run.get(key):
+                raise IncompatibleRunError(
+                    f"{output_dir!r} holds a run of {key} {previous.get(key)!r}, not "
+                    f"{run.get(key)!r}: use another --output_dir, or the same --{key}."
+                )
+    if has_checkpoint and os.path.exists(hparams_path):
+        previous_hp = HParams(**_read_json(hparams_path))
+        diff = previous_hp.diff(hparams)
+        structural = {k: v for k, v in diff.items() if k in STRUCTURAL_HPARAMS}
+        if structural:
+            changes = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(structural.items()))
+            raise IncompatibleRunError(
+                f"Cannot resume the run in {output_dir!r}: these hparams differ from its "
+                f"checkpoint and would break it: {changes}. Use the original --hparams_set/"
+                f"--hparams to continue it, or a new --output_dir (--warm_start_from can "
+                f"load its weights)."
+            )
+        warnings = [f"hparam {k} changed from {old!r} to {new!r} on resume" for k, (old, new) in sorted(diff.items())]
+    if not (has_checkpoint and os.path.exists(run_path)):
+        _write_json(run_path, run)
+    _write_json(hparams_path, hparams.values())
+    return warnings
+
+
+def append_eval_results(output_dir: str, step: int, metrics: dict[str, float]) -> None:
+    """Appends {"step": step, **metrics} as one JSON line to eval_results.jsonl."""
+    with open(os.path.join(output_dir, EVAL_RESULTS_FILE), "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": int(step), **{k: float(v) for k, v in metrics.items()}}) + "\n")
+
+
+def read_eval_results(output_dir: str) -> list[dict[str, float]]:
+    path = os.path.join(output_dir, EVAL_RESULTS_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,66 @@
+"""Progress lines and small helpers for what the trainer shows and records."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from t2t.problems import text_encoder
+
+
+def decode_ids(encoder: Any, ids: Any) -> str:
+    """Text of an id sequence (cut at EOS), or the ids when there is no encoder."""
+    ids = np.asarray(ids).reshape(-1).tolist()
+    if encoder is None:
+        return " ".join(map(str, ids))
+    if isinstance(encoder, text_encoder.ClassLabelEncoder):
+        return encoder.decode(ids[0])
+    return encoder.decode(ids, strip_extraneous=True)
+
+
+class Progress:
+    """One line every `every` steps: step, loss, steps/s, tokens/s and the ETA."""
+
+    def __init__(self, start_step: int, target_step: int, every: int):
+        self.target, self.every = target_step, max(1, every)
+        self.window_start = time.monotonic()
+        self.window_step = start_step
+        self.window_tokens = self.window_examples = 0.0
+        self._rates: dict[str, float] = {}
+
+    def update(self, step: int, loss: float, examples: float, tokens: float) -> str | None:
+        """Adds one step's counts; returns the line to show when one is due."""
+        self.window_tokens += tokens
+        self.window_examples += examples
+        if step % self.every and step != self.target:
+            return None
+        now = time.monotonic()
+        elapsed = max(now - self.window_start, 1e-9)
+        steps = step - self.window_step
+        steps_per_s = steps / elapsed
+        self._rates = {
+            "steps_per_sec": steps_per_s,
+            "examples_per_sec": self.window_examples / elapsed,
+            "tokens_per_sec": self.window_tokens / elapsed,
+        }
+        eta = (self.target - step) / steps_per_s if steps_per_s > 0 else float("inf")
+        self.window_start, self.window_step = now, step
+        self.window_tokens = self.window_examples = 0.0
+        rate = (f"{self._rates['tokens_per_sec']:,.0f} tokens/s" if self._rates["tokens_per_sec"]
+                else f"{self._rates['examples_per_sec']:,.1f} examples/s")
+        return (f"step {step}/{self.target} loss {loss:.4f} {steps_per_s:.2f} steps/s "
+                f"{rate} ETA {_duration(eta)}")
+
+    def rates(self) -> dict[str, float]:
+        return dict(self._rates)
+
+
+def _duration(seconds: float) -> str:
+    if seconds == float("inf"):
+        return "?"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"

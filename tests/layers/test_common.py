@@ -1,0 +1,158 @@
+"""Tests of t2t.layers.common: initializers, make_norm and PrePostProcess."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t.hparams.hparams import HParams
+from t2t.layers import common
+
+
+def hparams(**values):
+    defaults = {"norm_type": "layer", "norm_epsilon": 1e-6, "initializer": "uniform_unit_scaling",
+                "initializer_gain": 1.0}
+    defaults.update(values)
+    return HParams(**defaults)
+
+
+def inputs(shape=(2, 3, 8), seed=0):
+    return tf.constant(np.random.default_rng(seed).normal(2.0, 3.0, size=shape).astype(np.float32))
+
+
+def layer_norm(x, eps=1e-6):
+    mean = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps)
+
+
+# ---------------------------------------------------------------- initializer
+def test_uniform_unit_scaling_is_fan_avg_uniform_variance_scaling():
+    init = common.initializer(hparams(initializer_gain=1.5))
+    assert isinstance(init, keras.initializers.VarianceScaling)
+    config = init.get_config()
+    assert config["scale"] == 1.5
+    assert config["mode"] == "fan_avg"
+    assert config["distribution"] == "uniform"
+    values = init([200, 300]).numpy()
+    limit = np.sqrt(3 * 1.5 / 250)
+    assert np.abs(values).max() <= limit
+    assert np.abs(values).max() > 0.9 * limit
+
+
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        ("uniform_unit_scaling", keras.initializers.VarianceScaling),
+        ("normal_unit_scaling", keras.initializers.VarianceScaling),
+        ("orthogonal", keras.initializers.Orthogonal),
+        ("uniform", keras.initializers.RandomUniform),
+        ("xavier", keras.initializers.GlorotUniform),
+    ],
+)
+def test_initializer_names(name, cls):
+    init = common.initializer(hparams(initializer=name))
+    assert isinstance(init, cls)
+    assert init([4, 4]).shape == (4, 4)
+
+
+def test_normal_unit_scaling_is_truncated_normal():
+    assert common.initializer(hparams(initializer="normal_unit_scaling")).get_config()[
+        "distribution"] == "truncated_normal"
+
+
+def test_uniform_initializer_range_scales_with_gain():
+    values = common.initializer(hparams(initializer="uniform", initializer_gain=2.0))([1000]).numpy()
+    assert values.min() >= -0.2 and values.max() <= 0.2 and values.max() > 0.15
+
+
+def test_unknown_initializer():
+    with pytest.raises(ValueError, match="Unknown initializer 'nope'"):
+        common.initializer(hparams(initializer="nope"))
+
+
+def test_clone_initializer_gives_a_fresh_equal_config():
+    init = keras.initializers.VarianceScaling(2.0, mode="fan_avg", distribution="uniform")
+    clone = common.clone_initializer(init)
+    assert clone is not init and clone.get_config() == init.get_config()
+    assert common.clone_initializer("zeros") == "zeros"
+
+
+# ----------------------------------------------------------------- make_norm
+def test_make_norm_layer():
+    norm = common.make_norm(hparams(norm_epsilon=1e-3), "n")
+    assert isinstance(norm, keras.layers.LayerNormalization)
+    assert norm.epsilon == 1e-3 and norm.name == "n"
+    x = inputs()
+    np.testing.assert_allclose(norm(x).numpy(), layer_norm(x.numpy(), 1e-3), atol=1e-4)
+
+
+def test_make_norm_batch_and_none():
+    assert isinstance(common.make_norm(hparams(norm_type="batch"), "b"), keras.layers.BatchNormalization)
+    identity = common.make_norm(hparams(norm_type="none"), "i")
+    x = inputs()
+    np.testing.assert_array_equal(identity(x).numpy(), x.numpy())
+
+
+def test_make_norm_unknown():
+    with pytest.raises(ValueError, match="Unknown norm_type 'noam'"):
+        common.make_norm(hparams(norm_type="noam"), "x")
+
+
+# ------------------------------------------------------------ PrePostProcess
+def test_n_normalizes_only():
+    layer = common.PrePostProcess("n", hparams(), dropout=0.5)
+    x, residual = inputs(), inputs(seed=1)
+    out = layer(x, residual=residual, training=True).numpy()
+    np.testing.assert_allclose(out, layer_norm(x.numpy()), atol=1e-4)
+    assert layer.dropout is None
+
+
+def test_da_adds_the_residual_without_dropout_when_not_training():
+    layer = common.PrePostProcess("da", hparams(), dropout=0.5)
+    x, residual = inputs(), inputs(seed=1)
+    expected = x.numpy() + residual.numpy()
+    np.testing.assert_allclose(layer(x, residual=residual, training=False).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(layer(x, residual=residual).numpy(), expected, atol=1e-6)
+    assert layer.norm is None
+
+
+def test_da_drops_out_before_adding_when_training():
+    layer = common.PrePostProcess("da", hparams(), dropout=0.5)
+    x = inputs(shape=(4, 16, 32))
+    residual = inputs(shape=(4, 16, 32), seed=1)
+    dropped = layer(x, residual=residual, training=True).numpy() - residual.numpy()
+    zeros = np.isclose(dropped, 0.0, atol=1e-5)
+    assert 0.3 < zeros.mean() < 0.7
+    # Kept units are scaled by 1 / (1 - rate).
+    np.testing.assert_allclose(dropped[~zeros], 2.0 * x.numpy()[~zeros], rtol=1e-4, atol=1e-4)
+
+
+def test_dan_normalizes_the_sum():
+    layer = common.PrePostProcess("dan", hparams(), dropout=0.1)
+    x, residual = inputs(), inputs(seed=1)
+    out = layer(x, residual=residual, training=False).numpy()
+    np.testing.assert_allclose(out, layer_norm(x.numpy() + residual.numpy()), atol=1e-4)
+
+
+def test_a_without_residual_is_identity():
+    x = inputs()
+    np.testing.assert_array_equal(common.PrePostProcess("a", hparams(), 0.0)(x).numpy(), x.numpy())
+
+
+@pytest.mark.parametrize("sequence", ["", "none"])
+def test_empty_and_none_sequences_are_identity(sequence):
+    # "none" is basic_params1's layer_preprocess_sequence (Tensor2Tensor's no-op spelling).
+    layer = common.PrePostProcess(sequence, hparams(), 0.5)
+    x, residual = inputs(), inputs(seed=1)
+    out = layer(x, residual=residual, training=True)
+    np.testing.assert_array_equal(out.numpy(), x.numpy())
+    assert layer.norm is None and layer.dropout is None
+
+
+@pytest.mark.parametrize("sequence", ["nonE", "nx", "dz", "a n"])
+def test_bad_sequence(sequence):
+    with pytest.raises(ValueError, match="Bad pre/post-process sequence"):
+        common.PrePostProcess(sequence, hparams(), 0.1)

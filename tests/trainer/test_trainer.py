@@ -1,0 +1,160 @@
+"""Tests of the training loop: checkpoints, resume, refusals, NaN, interrupts, warm start."""
+
+import glob
+import json
+import os
+import signal
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t import registry
+from t2t.hparams.basic import create_hparams
+from t2t.models import transformer
+from t2t.trainer import run_dir
+from t2t.trainer.trainer import NonFiniteLossError, Trainer, TrainerConfig
+
+PROBLEM = "algorithmic_reverse_binary40_test"
+SMALL = "batch_size=256,learning_rate_warmup_steps=10"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("data"))
+    registry.problem(PROBLEM).generate_data(path, path + "/tmp", progress=False)
+    return path
+
+
+def _trainer(data_dir, output_dir, steps, model="transformer", hparams=SMALL, **config):
+    defaults = dict(train_steps=steps, save_checkpoints_steps=10, local_eval_frequency=10,
+                    eval_steps=2, log_every_steps=5, decode_summaries=1)
+    defaults.update(config)
+    return Trainer(registry.problem(PROBLEM), model, create_hparams("transformer_test", hparams),
+                   data_dir, str(output_dir), TrainerConfig(**defaults))
+
+
+def _checkpoint_steps(output_dir):
+    return sorted(int(p.split("-")[-1].split(".")[0]) for p in glob.glob(f"{output_dir}/ckpt-*.index"))
+
+
+def test_train_and_evaluate_writes_everything_then_resumes(data_dir, tmp_path):
+    out = tmp_path / "run"
+    trainer = _trainer(data_dir, out, 20)
+    metrics = trainer.train_and_evaluate()
+    assert trainer.step == 20
+    assert _checkpoint_steps(out) == [10, 20]
+    results = run_dir.read_eval_results(str(out))
+    assert [r["step"] for r in results] == [10, 20]
+    assert {"loss", "accuracy", "accuracy_per_sequence", "neg_log_perplexity"} <= set(metrics)
+    assert json.load(open(out / "hparams.json"))["hidden_size"] == 16
+    assert json.load(open(out / "run.json"))["problem"] == PROBLEM
+    assert glob.glob(str(out / "train" / "events.*")) and glob.glob(str(out / "eval" / "events.*"))
+    losses = [loss for _, loss in trainer.loss_history]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
+
+    resumed = _trainer(data_dir, out, 30)
+    assert resumed.step == 20  # restored, not restarted
+    resumed.train()
+    assert resumed.step == 30 and resumed.loss_history[0][0] == 21
+    assert _checkpoint_steps(out) == [10, 20, 30]
+    # Asking for fewer steps than done trains nothing.
+    again = _trainer(data_dir, out, 30)
+    assert again.train() == {} and again.step == 30
+
+
+def test_changed_structure_or_model_is_refused(data_dir, tmp_path):
+    out = tmp_path / "run"
+    _trainer(data_dir, out, 10).train()
+    with pytest.raises(run_dir.IncompatibleRunError, match="hidden_size: 16 -> 32"):
+        _trainer(data_dir, out, 20, hparams=SMALL + ",hidden_size=32")
+    with pytest.raises(run_dir.IncompatibleRunError, match="model 'transformer', not 'basic_fc_relu'"):
+        _trainer(data_dir, out, 20, model="basic_fc_relu")
+    # A non-structural change is accepted (with a warning) and the run resumes.
+    resumed = _trainer(data_dir, out, 12, hparams=SMALL + ",attention_dropout=0.0")
+    assert resumed.step == 10
+
+
+@registry.register_model("zz_test_nan_after_5")
+class _NanAfterFive(transformer.Transformer):
+    """A transformer whose training loss turns NaN from its 6th training call on."""
+
+    def call(self, features, training=None):
+        if not hasattr(self, "calls"):
+            self.calls = tf.Variable(0, trainable=False)
+        logits, losses = super().call(features, training)
+        if training:
+            self.calls.assign_add(1)
+            num, den = losses["training"]
+            num = tf.where(self.calls > 5, tf.constant(np.nan, num.dtype), num)
+            losses["training"] = (num, den)
+        return logits, losses
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_dir, tmp_path):
+    out = tmp_path / "run"
+    trainer = _trainer(data_dir, out, 50, model="zz_test_nan_after_5", save_checkpoints_steps=3)
+    with pytest.raises(NonFiniteLossError, match="became nan at step 6") as error:
+        trainer.train()
+    assert "ckpt-3" in str(error.value)
+    assert _checkpoint_steps(out) == [3]
+    reader = tf.train.load_checkpoint(str(out / "ckpt-3"))
+    floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
+    assert floats
+    for name in floats:
+        assert np.all(np.isfinite(reader.get_tensor(name))), name
+
+
+def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
+    out = tmp_path / "run"
+    trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
+    real_step, calls = trainer._train_step, []
+
+    def interrupted(iterator):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real_step(iterator)
+
+    trainer._train_step = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        trainer.train()
+    assert _checkpoint_steps(out) == [3]
+
+
+def test_sigterm_saves_and_stops(data_dir, tmp_path):
+    out = tmp_path / "run"
+    trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
+    real_step, calls = trainer._train_step, []
+
+    def step_then_signal(iterator):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_step(iterator)
+
+    trainer._train_step = step_then_signal
+    trainer.train()
+    assert trainer.step == 2 and _checkpoint_steps(out) == [2]
+    assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.default_int_handler, None) \
+        or not callable(getattr(signal.getsignal(signal.SIGTERM), "__self__", None))
+
+
+def test_warm_start_loads_weights_only(data_dir, tmp_path):
+    first = _trainer(data_dir, tmp_path / "a", 10)
+    first.train()
+    second = _trainer(data_dir, tmp_path / "b", 10, warm_start_from=str(tmp_path / "a"))
+    assert second.step == 0
+    for a, b in zip(first.model.trainable_variables, second.model.trainable_variables):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
+        _trainer(data_dir, tmp_path / "c", 10, warm_start_from=str(tmp_path / "empty"))
+
+
+def test_checkpoint_of_another_model_is_refused(data_dir, tmp_path):
+    out = tmp_path / "run"
+    _trainer(data_dir, out, 10).train()
+    os.remove(out / "run.json")  # no record: the checkpoint itself must be checked
+    os.remove(out / "hparams.json")
+    with pytest.raises(run_dir.IncompatibleRunError, match="does not match"):
+        _trainer(data_dir, out, 20, model="lstm_seq2seq", hparams="batch_size=256")

@@ -1,15 +1,199 @@
-"""t2t-decoder: not implemented yet (arrives with the "inference and serving" issue)."""
+"""t2t-decoder: decode with a trained model, from a file, interactively or on the dev set.
+
+  t2t-decoder --problem=translate_ende_wmt32k --model=transformer \\
+      --hparams_set=transformer_base --output_dir=RUN \\
+      --decode_hparams="beam_size=4,alpha=0.6" \\
+      --decode_from_file=newstest.en --decode_to_file=newstest.de \\
+      --decode_reference=newstest.ref.de          # prints sacrebleu BLEU and chrF
+
+  t2t-decoder --output_dir=RUN --decode_interactive   # one line in, one line out; q quits
+  t2t-decoder --output_dir=RUN --eval_steps=2         # dev batches, side by side
+
+The weights come from --checkpoint_path (a prefix or a directory) or else the latest
+checkpoint in --output_dir. --problem, --model, --hparams_set and --hparams default to
+the ones the run in --output_dir recorded (run.json, hparams.json).
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
+
+from absl import app, flags
+
+from t2t.bin import common_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("problem", None, "Registered problem name (default: the run's, from "
+                    "OUTPUT_DIR/run.json).")
+flags.DEFINE_string("model", None, "Registered model name (default: the run's).")
+flags.DEFINE_string("hparams_set", None, "Registered hparams set (default: the run's "
+                    "resolved hparams, OUTPUT_DIR/hparams.json).")
+flags.DEFINE_string("hparams", "", "Overrides, e.g. 'num_heads=2' (as at training).")
+flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary (default: $T2T_DATA_DIR "
+                    "or ~/t2t_data).")
+flags.DEFINE_string("output_dir", None, "The training run (default: "
+                    "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET); dev decodes are written there.")
+flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
+                    "(its latest); default: the latest in --output_dir.")
+flags.DEFINE_string("decode_hparams", "", "Decoding settings, e.g. 'beam_size=4,alpha=0.6,"
+                    "extra_length=50,batch_size=32,return_beams=False,write_beam_scores=False,"
+                    "temperature=0,top_k=0,top_p=1,max_input_length=0'.")
+flags.DEFINE_string("decode_from_file", None, "Decode each line of this file.")
+flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "
+                    "line (default: DECODE_FROM_FILE.MODEL.HPARAMS_SET.PROBLEM.beamN.alphaA"
+                    ".decodes).")
+flags.DEFINE_string("decode_reference", None, "Reference translations of --decode_from_file: "
+                    "print sacrebleu BLEU and chrF with their signatures.")
+flags.DEFINE_bool("decode_interactive", False, "Read lines from stdin and answer each; EOF or "
+                  "'q' quits.")
+flags.DEFINE_integer("eval_steps", 1, "Without --decode_from_file: dev batches to decode "
+                     "(<= 0: the whole dev split), printed and written to "
+                     "OUTPUT_DIR/decode_dev.{inputs,targets,outputs}.txt.")
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _resolve_run(output_dir: str | None):
+    """(problem, model, hparams_set, hparams) from the flags, else the run's records."""
+    from t2t.hparams.basic import create_hparams
+    from t2t.hparams.hparams import HParams
+
+    run = (_read_json(os.path.join(output_dir, "run.json")) if output_dir else None) or {}
+    problem = FLAGS.problem or run.get("problem")
+    model = FLAGS.model or run.get("model")
+    hparams_set = FLAGS.hparams_set
+    hparams = None
+    if hparams_set:
+        hparams = create_hparams(hparams_set, FLAGS.hparams)
+    elif output_dir:
+        recorded = _read_json(os.path.join(output_dir, "hparams.json"))
+        if recorded is not None:
+            hparams = HParams(**recorded).parse(FLAGS.hparams)
+            hparams_set = run.get("hparams_set") or "hparams"
+    missing = [f"--{name}" for name, value in
+               (("problem", problem), ("model", model), ("hparams_set", hparams)) if not value]
+    if missing:
+        where = (f" ({output_dir} holds no run.json/hparams.json naming them)"
+                 if output_dir else "")
+        common_flags.fail(f"{', '.join(missing)} required{where}: give them, or the "
+                          f"--output_dir of a training run.")
+    return problem, model, hparams_set, hparams
+
+
+def _default_decode_to_file(model: str, hparams_set: str, problem: str, dhp) -> str:
+    return (f"{FLAGS.decode_from_file}.{model}.{hparams_set}.{problem}.beam{dhp.beam_size}"
+            f".alpha{dhp.alpha:g}.decodes")
+
+
+def _print_scores(scores: dict) -> None:
+    print(scores["bleu_text"])
+    print(scores["chrf_text"], flush=True)
+
+
+def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) -> None:
+    from t2t.decoding import decoder as decoder_lib
+
+    dhp = decoder.decode_hparams
+    input_path = os.path.expanduser(FLAGS.decode_from_file)
+    if not os.path.isfile(input_path):
+        raise FileNotFoundError(f"--decode_from_file={FLAGS.decode_from_file!r}: no such file.")
+    references = None
+    if FLAGS.decode_reference:  # read first: a bad reference fails before decoding
+        reference_path = os.path.expanduser(FLAGS.decode_reference)
+        if not os.path.isfile(reference_path):
+            raise FileNotFoundError(f"--decode_reference={FLAGS.decode_reference!r}: no such file.")
+        references = decoder_lib.read_text_lines(reference_path)
+    output_path = os.path.expanduser(
+        FLAGS.decode_to_file or _default_decode_to_file(model_name, hparams_set, problem_name, dhp)
+    )
+    start = time.monotonic()
+    count = decoder.decode_file(input_path, output_path)
+    elapsed = time.monotonic() - start
+    print(f"Decoded {count} lines of {input_path} in {elapsed:.1f} s "
+          f"({count / max(elapsed, 1e-9):.1f} lines/s): {output_path}", flush=True)
+    if references is not None:
+        if dhp.return_beams or dhp.write_beam_scores:
+            outputs = [line.split("\t")[0] for line in decoder_lib.read_text_lines(output_path)]
+        else:
+            outputs = decoder_lib.read_text_lines(output_path)
+        _print_scores(decoder_lib.score_bleu(outputs, references))
+
+
+def _decode_dev(decoder, output_dir: str) -> None:
+    from t2t.decoding import decoder as decoder_lib
+
+    triples = decoder.decode_dev_set(FLAGS.eval_steps)
+    for i, (inputs, targets, outputs) in enumerate(triples):
+        print(f"[{i}] inputs:  {inputs}\n    targets: {targets}\n    outputs: {outputs}")
+    os.makedirs(output_dir, exist_ok=True)
+    for k, name in enumerate(("inputs", "targets", "outputs")):
+        decoder_lib.write_lines(os.path.join(output_dir, f"decode_dev.{name}.txt"),
+                                [decoder_lib.one_line(t[k], False) for t in triples])
+    exact = sum(t == o for _, t, o in triples) / max(len(triples), 1)
+    print(f"Decoded {len(triples)} dev examples: exact match {exact:.4f}; written to "
+          f"{os.path.join(output_dir, 'decode_dev.{inputs,targets,outputs}.txt')}", flush=True)
+    if triples and not decoder.is_class_label:
+        _print_scores(decoder_lib.score_bleu([t[2] for t in triples], [t[1] for t in triples]))
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
+    try:
+        if not common_flags.setup():
+            return
+    except (ValueError, OSError) as e:
+        common_flags.fail(str(e))
+    if FLAGS.decode_reference and not FLAGS.decode_from_file:
+        common_flags.fail("--decode_reference scores --decode_from_file's decodes: give both.")
+    if FLAGS.decode_interactive and FLAGS.decode_from_file:
+        common_flags.fail("--decode_interactive and --decode_from_file: choose one.")
+    from t2t import registry
+    from t2t.decoding import decoder as decoder_lib
+    from t2t.hparams.hparams import HParamsError
+    from t2t.problems import problem as problem_lib
+
+    try:
+        output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
+        problem_name, model_name, hparams_set, hparams = _resolve_run(output_dir)
+        if output_dir is None:
+            output_dir = os.path.expanduser(
+                os.path.join("~", "t2t_train", problem_name, f"{model_name}-{hparams_set}"))
+        data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
+        dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
+        problem = registry.problem(problem_name)
+        registry.model(model_name)
+        checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
+        model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
+        decoder = decoder_lib.Decoder(problem, model, data_dir, dhp)
+        if FLAGS.decode_interactive:
+            sys.stderr.write(f"Decoding with {model_name} from {checkpoint} "
+                             f"({dhp.to_string()}); one input per line, 'q' or EOF quits.\n")
+            decoder.interactive()
+        elif FLAGS.decode_from_file:
+            _decode_file(decoder, model_name, hparams_set, problem_name)
+        else:
+            _decode_dev(decoder, output_dir)
+    except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
+            decoder_lib.DecodeError, FileNotFoundError) as e:
+        common_flags.fail(str(e))
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 def run() -> None:
     """Console-script entry point."""
-    sys.stderr.write("t2t-decoder: not implemented yet; it arrives with the inference and serving work. "
-                     "See README.md.\n")
-    sys.exit(2)
+    app.run(main)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,12 @@ class BasicFcRelu(t2t_model.T2TModel):
         hp = self.hparams
         if "inputs" not in self.problem_hparams.modality:
             raise ValueError("basic_fc_relu needs a problem with inputs.")
+        targets = self.problem_hparams.modality.get("targets")
+        if targets not in (problem_lib.Modality.CLASS_LABEL, problem_lib.Modality.REAL):
+            raise ValueError(
+                f"basic_fc_relu predicts one label (or vector) per example, but the problem's "
+                f"targets are {targets!r} sequences: use transformer or lstm_seq2seq."
+            )
         self.dense_layers = [
             keras.layers.Dense(
                 hp.hidden_size, kernel_initializer=common.initializer(hp), name=f"layer_{i}"

@@ -18,7 +18,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t import registry
-from t2t.decoding import sampling
+from t2t.decoding import beam_search, greedy
 from t2t.hparams.hparams import HParams
 from t2t.layers import common, modalities
 from t2t.models import variable_tracking
@@ -149,53 +149,83 @@ class T2TModel(common.Layer):
         top_k: int = 0,
         top_p: float = 1.0,
         seed: int | None = None,
+        use_cache: bool = True,
     ) -> dict[str, tf.Tensor]:
-        """Decodes targets for `features` (inputs only).
+        """Decodes targets for `features` (inputs only), in-graph and batched.
 
-        Returns {"outputs": int32 [B, decode_length] (0-padded after EOS),
-        "scores": float32 [B] log-probability of the output}. temperature 0 is greedy;
-        above 0 samples (restricted to top_k / nucleus top_p). Class-label problems
-        return the argmax class [B, 1]. This base path re-runs the model on the
-        whole prefix at each step (no cache); beam search comes with the decoding module.
+        Returns {"outputs": int32 [B, decode_length] (0-padded after EOS), "scores":
+        float32 [B]}; with top_beams > 1, [B, top_beams, L] and [B, top_beams], best
+        first. beam_size > 1 runs beam search with length penalty ((5+len)/6)^alpha
+        (scores are penalized log-probabilities); otherwise temperature 0 is greedy and
+        above 0 samples (restricted to top_k / nucleus top_p), scores being the
+        log-probability of the output. Class-label problems return the argmax class
+        [B, 1]. `use_cache=False` forces the path that re-runs the whole model on the
+        prefix at each step (for models with a cache, to check it).
         """
-        if beam_size > 1:
-            raise NotImplementedError(
-                f"{self.name}: beam search (beam_size={beam_size}) is not available yet; use "
-                f"beam_size=1."
-            )
         features = {k: v for k, v in features.items() if k != "targets"}
         if self.problem_hparams.modality.get("targets") == modalities.CLASS_LABEL:
             logits, _ = self(features, training=False)
             log_probs = tf.nn.log_softmax(tf.cast(logits[:, 0, :], tf.float32))
-            outputs = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-            return {"outputs": outputs[:, None], "scores": tf.reduce_max(log_probs, axis=-1)}
-        return self._greedy_or_sample(features, decode_length, temperature, top_k, top_p, seed)
-
-    def _greedy_or_sample(self, features, decode_length, temperature, top_k, top_p, seed):
-        reference = features["inputs"] if "inputs" in features else None
-        batch = tf.shape(reference)[0] if reference is not None else tf.constant(1)
+            outputs = tf.argmax(log_probs, axis=-1, output_type=tf.int32)[:, None]
+            scores = tf.reduce_max(log_probs, axis=-1)
+            if top_beams > 1:
+                values, ids = tf.math.top_k(log_probs, k=top_beams)
+                return {"outputs": ids[:, :, None], "scores": values}
+            return {"outputs": outputs, "scores": scores}
+        if beam_size < 1 or top_beams < 1 or top_beams > max(beam_size, 1):
+            raise ValueError(
+                f"Need 1 <= top_beams <= beam_size, got beam_size={beam_size}, top_beams={top_beams}."
+            )
+        reference = features.get("inputs")
+        batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
         length = tf.cast(decode_length, tf.int32)
-        targets = tf.zeros([batch, length], tf.int32)
-        scores = tf.zeros([batch], tf.float32)
-        finished = tf.zeros([batch], tf.bool)
+        cached = use_cache and self.has_decode_cache
+        init = self.decode_init_cached if cached else self.decode_init
+        step = self.decode_step_cached if cached else self.decode_step
+        if beam_size > 1:
+            state = tf.nest.map_structure(
+                lambda t: beam_search.tile_beams(t, beam_size), init(features, length)
+            )
+            ids, scores = beam_search.beam_search(
+                step, state, batch_size, beam_size, length,
+                self.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=EOS_ID,
+                top_beams=top_beams,
+            )
+            if top_beams == 1:
+                ids, scores = ids[:, 0], scores[:, 0]
+            return {"outputs": ids, "scores": scores}
+        ids, scores = greedy.greedy_or_sample(
+            step, init(features, length), batch_size, length, temperature, top_k, top_p,
+            eos_id=EOS_ID, seed=seed,
+        )
+        return {"outputs": ids, "scores": scores}
 
-        def step(i, targets, scores, finished):
-            logits, _ = self({**features, "targets": targets}, training=False)
-            step_logits = tf.cast(logits[:, i, :], tf.float32)
-            ids = sampling.sample(step_logits, temperature, top_k, top_p, seed=seed)
-            log_probs = tf.nn.log_softmax(step_logits)
-            picked = tf.gather(log_probs, ids, batch_dims=1)
-            ids = tf.where(finished, tf.zeros_like(ids), ids)
-            scores += tf.where(finished, 0.0, picked)
-            indices = tf.stack([tf.range(batch), tf.fill([batch], i)], axis=1)
-            targets = tf.tensor_scatter_nd_update(targets, indices, ids)
-            return i + 1, targets, scores, finished | tf.equal(ids, EOS_ID)
+    # A model with an incremental decoder sets this and implements the *_cached pair.
+    has_decode_cache = False
 
-        def not_done(i, targets, scores, finished):
-            return tf.logical_and(i < length, tf.logical_not(tf.reduce_all(finished)))
+    def decode_init(self, features: dict[str, tf.Tensor], decode_length: tf.Tensor) -> dict:
+        """State of the uncached decoder: the features and a targets buffer [B, L]."""
+        reference = features.get("inputs")
+        batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
+        return {**features, "targets": tf.zeros([batch_size, decode_length], tf.int32)}
 
-        _, targets, scores, _ = tf.while_loop(not_done, step, [tf.constant(0), targets, scores, finished])
-        return {"outputs": targets, "scores": scores}
+    def decode_step(self, previous_ids: tf.Tensor, index: tf.Tensor, state: dict) -> tuple[tf.Tensor, dict]:
+        """Logits [B, V] at position `index`, re-running the model on the whole prefix.
+
+        previous_ids [B] is the token chosen at index - 1; it is written into the buffer
+        first. Positions after `index` hold zeros, which a causal model never reads."""
+        targets = state["targets"]
+        at = tf.cast(tf.equal(tf.range(tf.shape(targets)[1]), index - 1), targets.dtype)[None, :]
+        targets = targets * (1 - at) + previous_ids[:, None] * at
+        state = {**state, "targets": targets}
+        logits, _ = self(state, training=False)
+        return tf.gather(tf.cast(logits, tf.float32), index, axis=1), state
+
+    def decode_init_cached(self, features: dict[str, tf.Tensor], decode_length: tf.Tensor) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} has no cached decoder.")
+
+    def decode_step_cached(self, previous_ids, index, state):
+        raise NotImplementedError(f"{type(self).__name__} has no cached decoder.")
 
 
 def create_model(

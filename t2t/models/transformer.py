@@ -205,3 +205,59 @@ class Transformer(t2t_model.T2TModel):
             memory_bias = self._memory_bias(nonpadding, features)
         decoder_input = self.shift_right(features["targets"], features)
         return self.decode(decoder_input, memory, memory_bias, features, training)
+
+    # ------------------------------------------------------- cached decoding
+    @property
+    def has_decode_cache(self) -> bool:  # type: ignore[override]
+        return not self.is_classifier
+
+    def decode_init_cached(self, features: dict, decode_length: tf.Tensor) -> dict:
+        """Encodes the inputs once and allocates each decoder layer's key/value cache.
+
+        State (batch-major, so beam search can reorder it): the encoder-decoder bias,
+        every layer's projected encoder keys/values ("memory_k/v" [B, N, S, D]) and its
+        self-attention cache ("k"/"v" [B, N, L, D], filled position by position).
+        """
+        inputs = features.get("inputs")
+        batch_size = tf.shape(inputs)[0] if inputs is not None else tf.constant(1)
+        state: dict = {}
+        memory = None
+        if self.has_encoder:
+            embedded = self.feature_modalities["inputs"].bottom(inputs, training=False)
+            memory, _, nonpadding = self.encode(embedded, {}, training=False)
+            state["memory_bias"] = self._memory_bias(nonpadding, {})
+        dtype = self.compute_dtype
+        for i, layer in enumerate(self.decoder.stack_layers):
+            attention_layer = layer.self_attention.inner
+            heads, key_depth = attention_layer.num_heads, attention_layer.key_depth
+            value_depth = attention_layer.value_depth
+            layer_state = {
+                "k": tf.zeros([batch_size, heads, decode_length, key_depth], dtype),
+                "v": tf.zeros([batch_size, heads, decode_length, value_depth], dtype),
+            }
+            if memory is not None:
+                k, v = layer.encdec_attention.inner.project_memory(memory)
+                layer_state["memory_k"], layer_state["memory_v"] = k, v
+            state[f"layer_{i}"] = layer_state
+        return state
+
+    def decode_step_cached(self, previous_ids: tf.Tensor, index: tf.Tensor, state: dict) -> tuple[tf.Tensor, dict]:
+        """Logits [B, V] at position `index` from one new position: O(1) layers of work
+        per token, attention over the cached keys/values instead of recomputing them."""
+        modality = self.targets_modality
+        x = modality.targets_bottom(previous_ids[:, None], training=False)  # [B, 1, H]
+        x = tf.where(index > 0, x, tf.zeros_like(x))  # the shifted-right start
+        if self.hparams.get("pos", "timing") == "timing":
+            x = positional.add_timing_signal(x, start_index=index)
+        length = tf.shape(state["layer_0"]["k"])[2]
+        self_bias = tf.where(tf.range(length) <= index, 0.0, attention._NEG_INF)[None, None, None, :]
+        new_state = {k: v for k, v in state.items() if not k.startswith("layer_")}
+        for i, layer in enumerate(self.decoder.stack_layers):
+            cache = dict(state[f"layer_{i}"])
+            memory_kv = (cache["memory_k"], cache["memory_v"]) if "memory_k" in cache else None
+            x = layer(x, self_bias, memory_bias=state.get("memory_bias"), training=False,
+                      cache=cache, decode_index=index, memory_kv=memory_kv)
+            new_state[f"layer_{i}"] = cache
+        x = self.decoder.final(x, training=False)
+        logits = modality.top(x)
+        return tf.cast(logits[:, 0, :], tf.float32), new_state

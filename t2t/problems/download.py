@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 import zlib
 
+import gin
 from absl import logging
 
 MIRROR_ENV_VAR = "T2T_DATA_MIRROR"
@@ -339,6 +340,7 @@ def _copy_local(src: str, partial: str, chunk_size: int) -> None:
         raise DownloadError(f"copy failed: {e}") from e
 
 
+@gin.configurable(denylist=["resource", "directory", "mirror"])
 def fetch(
     resource: Resource,
     directory: str,

@@ -28,7 +28,7 @@ STRUCTURAL_HPARAMS = frozenset({
     "filter_size", "num_heads", "attention_key_channels", "attention_value_channels",
     "shared_embedding_and_softmax_weights", "shared_embedding", "ffn_layer", "norm_type",
     "layer_sizes", "filter_sizes", "bottleneck_ratios", "block_fn", "is_cifar",
-    "attention_layer_size", "attention_mechanism", "output_attention", "num_heads",
+    "attention_layer_size", "attention_mechanism", "output_attention",
     "use_target_space_embedding", "optimizer", "kernel_height", "kernel_width",
     "shake_shake_num_branches", "weight_dtype",
 })

@@ -34,6 +34,14 @@ from t2t.trainer import optimizers, run_dir, summaries
 from t2t.trainer import strategy as strategy_lib
 
 
+def _is_trackable(obj: Any) -> bool:
+    try:
+        tf.train.Checkpoint(probe=obj)
+        return True
+    except ValueError:
+        return False
+
+
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
 
@@ -144,49 +152,74 @@ class Trainer:
             )
             self.optimizer.build(self.model.trainable_variables)
         self.num_replicas = self.strategy.num_replicas_in_sync
-        self.train_iterator = iter(
-            self.strategy.distribute_datasets_from_function(
-                input_pipeline.make_input_fn(
-                    self.problem, problem_lib.TRAIN, self.data_dir, self.hparams, self.input_config
-                )
-            )
-        )
+        latest = tf.train.latest_checkpoint(self.output_dir)
+        if latest:
+            self._restore_model(latest)
+        elif self.config.warm_start_from:
+            self._warm_start(self.config.warm_start_from)
+        self.train_iterator, self._iterator_in_checkpoint = self._train_iterator(latest)
         items = {"model": self.model, "optimizer": self.optimizer}
-        self._iterator_in_checkpoint = self.config.checkpoint_iterator
         if self._iterator_in_checkpoint:
             items["train_iterator"] = self.train_iterator
         self.checkpoint = tf.train.Checkpoint(**items)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, self.output_dir, max_to_keep=self.config.keep_checkpoint_max
         )
-        self._restore_or_warm_start()
         self.train_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
         self.eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
         self._train_step = self._make_train_step()
         self._eval_step = None
 
-    def _restore_or_warm_start(self) -> None:
-        latest = self.manager.latest_checkpoint
-        if latest:
+    def _make_train_iterator(self, seed_offset: int = 0):
+        config = self.input_config
+        if seed_offset and config.seed is not None:
+            config = dataclasses.replace(config, seed=config.seed + seed_offset)
+        return iter(self.strategy.distribute_datasets_from_function(
+            input_pipeline.make_input_fn(self.problem, problem_lib.TRAIN, self.data_dir,
+                                         self.hparams, config)
+        ))
+
+    def _train_iterator(self, latest: str | None):
+        """(iterator, whether its position is checkpointed).
+
+        The input position is saved with the checkpoints where the strategy's iterator
+        supports it (one device); otherwise, or when a checkpoint lacks it, a resumed run
+        reads the data in a new order (seed + step) rather than repeating what it saw."""
+        iterator = self._make_train_iterator()
+        trackable = self.config.checkpoint_iterator and _is_trackable(iterator)
+        if not latest:
+            return iterator, trackable
+        if trackable:
             try:
-                self.checkpoint.restore(latest).assert_existing_objects_matched()
-            except (AssertionError, ValueError, tf.errors.OpError) as e:
-                raise run_dir.IncompatibleRunError(
-                    f"The checkpoint {latest} does not match model {self.model_name!r} with "
-                    f"these hparams ({str(e)[:300]}). Use a new --output_dir."
-                ) from e
-            logging.info("Resumed from %s at step %d.", latest, self.step)
-        elif self.config.warm_start_from:
-            path = self.config.warm_start_from
-            if os.path.isdir(path):
-                path = tf.train.latest_checkpoint(path)
-            if not path or not tf.io.gfile.exists(path + ".index"):
-                raise FileNotFoundError(
-                    f"--warm_start_from={self.config.warm_start_from!r} holds no checkpoint: "
-                    f"give a run's output_dir or a checkpoint prefix such as DIR/ckpt-1000."
-                )
-            tf.train.Checkpoint(model=self.model).read(path).expect_partial()
-            logging.info("Warm-started the weights from %s (optimizer and step are new).", path)
+                tf.train.Checkpoint(train_iterator=iterator).read(latest).assert_existing_objects_matched()
+                return iterator, True
+            except (AssertionError, ValueError, tf.errors.OpError):
+                logging.warning("%s holds no input position: the data order restarts.", latest)
+        return self._make_train_iterator(seed_offset=self.step), trackable
+
+    def _restore_model(self, latest: str) -> None:
+        try:
+            tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).read(
+                latest
+            ).assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError) as e:
+            raise run_dir.IncompatibleRunError(
+                f"The checkpoint {latest} does not match model {self.model_name!r} with "
+                f"these hparams ({str(e)[:300]}). Use a new --output_dir."
+            ) from e
+        logging.info("Resumed from %s at step %d.", latest, self.step)
+
+    def _warm_start(self, warm_start_from: str) -> None:
+        path = warm_start_from
+        if os.path.isdir(path):
+            path = tf.train.latest_checkpoint(path)
+        if not path or not tf.io.gfile.exists(path + ".index"):
+            raise FileNotFoundError(
+                f"--warm_start_from={warm_start_from!r} holds no checkpoint: "
+                f"give a run's output_dir or a checkpoint prefix such as DIR/ckpt-1000."
+            )
+        tf.train.Checkpoint(model=self.model).read(path).expect_partial()
+        logging.info("Warm-started the weights from %s (optimizer and step are new).", path)
 
     @property
     def step(self) -> int:
@@ -222,7 +255,7 @@ class Trainer:
         def replica_step(features):
             loss, grads, counts = forward_backward(features)
             grads, grad_norm = optimizers.clip_gradients(grads, clip_norm, loss_scale=loss_scale())
-            optimizer.apply_gradients(zip(grads, variables))
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss, grad_norm, counts
 
         @tf.function

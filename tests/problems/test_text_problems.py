@@ -64,7 +64,7 @@ def test_text2text_round_trip(cls, tmp_path):
     samples = list(prob.generate_samples(data_dir, "", "dev"))
     read = list(prob.dataset(problem.EVAL, data_dir, deterministic=True).as_numpy_iterator())
     assert len(read) == len(samples)
-    for example, sample in zip(read, samples):
+    for example, sample in zip(read, samples, strict=True):
         assert example["inputs"][-1] == text_encoder.EOS_ID
         assert encoders["inputs"].decode(example["inputs"], strip_extraneous=True) == sample["inputs"]
         assert encoders["targets"].decode(example["targets"], strip_extraneous=True) == sample["targets"]

@@ -145,7 +145,7 @@ def test_warm_start_loads_weights_only(data_dir, tmp_path):
     first.train()
     second = _trainer(data_dir, tmp_path / "b", 10, warm_start_from=str(tmp_path / "a"))
     assert second.step == 0
-    for a, b in zip(first.model.trainable_variables, second.model.trainable_variables):
+    for a, b in zip(first.model.trainable_variables, second.model.trainable_variables, strict=True):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     with pytest.raises(FileNotFoundError, match="holds no checkpoint"):
         _trainer(data_dir, tmp_path / "c", 10, warm_start_from=str(tmp_path / "empty"))

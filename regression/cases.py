@@ -1,0 +1,193 @@
+"""The regression cases: what to train, for how long, and which final metric to expect.
+
+A case runs `t2t-datagen` then `t2t-trainer` and checks one metric of the final
+evaluation (a key of the run's `eval_results.jsonl`) against a band [low, high].
+
+- `quick` cases form CI's quick subset (`python -m regression run --quick`).
+- `hardware` names what the case needs. "cpu-2core" cases run on any machine with two
+  cores; the headline cases ("8xV100", "1xGPU", ...) only run when `--hardware` lists
+  that hardware.
+- `measured_on` says where the band and `expected_minutes` come from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+CPU_2CORE = "cpu-2core"
+FASHION_MNIST_MIRROR = "/usr/share/datasets/fashion-mnist"
+
+# Local data mirrors -> how to get them (shown when a case is skipped for a missing one).
+MIRROR_SOURCES = {
+    FASHION_MNIST_MIRROR: "on Debian/Ubuntu: apt-get install dataset-fashion-mnist",
+}
+
+# Strategy name -> trainer flags; None: the trainer cannot run that strategy yet.
+STRATEGIES: dict[str, tuple[str, ...] | None] = {
+    "default": (),
+    "mirrored_cpu_2": ("--cpu_devices=2",),
+    "mirrored_gpu_8": ("--worker_gpu=8",),
+    "multi_worker_2": None,
+}
+
+NOT_MEASURED = "not measured yet: band set by the lead from a target, not from a run here"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One regression run and the band its final metric must fall in."""
+
+    name: str
+    problem: str
+    model: str
+    hparams_set: str
+    train_steps: int
+    metric: str
+    band: tuple[float, float]
+    hparams: str = ""
+    # Extra t2t-trainer flags, e.g. {"local_eval_frequency": 500, "eval_steps": 0}.
+    trainer_flags: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    strategy: str = "default"
+    quick: bool = False
+    hardware: str = CPU_2CORE
+    measured_on: str = NOT_MEASURED
+    expected_minutes: float = 0.0
+    data_mirror: str | None = None
+    notes: str = ""
+
+    def trainer_args(self) -> list[str]:
+        """The case's own t2t-trainer flags (without --data_dir/--output_dir)."""
+        args = [f"--problem={self.problem}", f"--model={self.model}",
+                f"--hparams_set={self.hparams_set}"]
+        if self.hparams:
+            args.append(f"--hparams={self.hparams}")
+        args.append(f"--train_steps={self.train_steps}")
+        args += list(STRATEGIES.get(self.strategy) or ())
+        args += [f"--{key}={_flag_value(value)}" for key, value in self.trainer_flags.items()]
+        return args
+
+    def datagen_args(self) -> list[str]:
+        args = [f"--problem={self.problem}"]
+        if self.data_mirror:
+            args.append(f"--data_mirror={self.data_mirror}")
+        return args
+
+
+def _flag_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+_REVERSE = dict(
+    problem="algorithmic_reverse_binary40_test", model="transformer",
+    hparams_set="transformer_tiny", hparams="learning_rate_warmup_steps=400",
+)
+_EVAL_WHOLE_DEV_EVERY_500 = {"local_eval_frequency": 500, "eval_steps": 0}
+
+CASES: tuple[Case, ...] = (
+    Case(
+        name="transformer_tiny_reverse", **_REVERSE, train_steps=3000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=15,
+        notes="The README's quick-start run.",
+    ),
+    Case(
+        name="transformer_tiny_reverse_quick", **_REVERSE, train_steps=600,
+        trainer_flags={"local_eval_frequency": 200, "eval_steps": 0},
+        metric="accuracy", band=(0.80, 1.0), quick=True, expected_minutes=4,
+        notes="CI's quick check: per-token accuracy after a short run.",
+    ),
+    Case(
+        name="transformer_tiny_addition", problem="algorithmic_addition_binary40_test",
+        model="transformer", hparams_set="transformer_tiny",
+        hparams="learning_rate_warmup_steps=400", train_steps=4000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=20,
+    ),
+    Case(
+        name="resnet_fashion_mnist", problem="image_fashion_mnist", model="resnet",
+        hparams_set="resnet_tiny_cpu", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy", band=(0.85, 1.0), expected_minutes=6,
+        data_mirror=FASHION_MNIST_MIRROR,
+        notes="About two epochs at batch 64; needs the dataset-fashion-mnist package.",
+    ),
+    Case(
+        name="shake_shake_fashion_mnist", problem="image_fashion_mnist", model="shake_shake",
+        hparams_set="shake_shake_quick",
+        hparams="num_hidden_layers=8,hidden_size=16,batch_size=64", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy", band=(0.80, 1.0), expected_minutes=12,
+        data_mirror=FASHION_MNIST_MIRROR,
+        notes="shake_shake_quick shrunk for a CPU; needs the dataset-fashion-mnist package.",
+    ),
+    Case(
+        name="transformer_tiny_reverse_mirrored", **_REVERSE, train_steps=3000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, strategy="mirrored_cpu_2",
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=20,
+        notes="transformer_tiny_reverse over two mirrored logical CPU devices.",
+    ),
+    # Headline results of Tensor2Tensor: only run where --hardware lists the hardware.
+    Case(
+        name="transformer_big_ende", problem="translate_ende_wmt32k", model="transformer",
+        hparams_set="transformer_big", train_steps=300_000,
+        trainer_flags={"local_eval_frequency": 10_000, "save_checkpoints_steps": 10_000},
+        strategy="mirrored_gpu_8", metric="bleu", band=(27.5, 29.5), hardware="8xV100",
+        measured_on="T2T's published result: ~28.4 BLEU on newstest2014 (8 GPUs)",
+        expected_minutes=2 * 24 * 60,
+        notes="BLEU needs t2t-decoder and a BLEU score in eval_results.jsonl (not yet "
+              "implemented): until then the case fails for a missing metric.",
+    ),
+    Case(
+        name="transformer_base_ende", problem="translate_ende_wmt32k", model="transformer",
+        hparams_set="transformer_base", train_steps=250_000,
+        trainer_flags={"local_eval_frequency": 10_000, "save_checkpoints_steps": 10_000},
+        strategy="mirrored_gpu_8", metric="bleu", band=(26.5, 28.5), hardware="8xV100",
+        measured_on="T2T's published result: ~27.3 BLEU on newstest2014 (8 GPUs)",
+        expected_minutes=14 * 60,
+        notes="Band centred on the published value (not measured here). BLEU needs "
+              "t2t-decoder (not yet implemented).",
+    ),
+    Case(
+        name="shake_shake_cifar10", problem="image_cifar10", model="shake_shake",
+        hparams_set="shakeshake_big", train_steps=700_000,
+        trainer_flags={"local_eval_frequency": 10_000, "save_checkpoints_steps": 10_000,
+                       "eval_steps": 0},
+        metric="accuracy", band=(0.96, 0.98), hardware="1xGPU",
+        measured_on="T2T's published result: ~97% CIFAR-10 accuracy (1 GPU, 700k steps)",
+        expected_minutes=7 * 24 * 60,
+    ),
+)
+
+
+def by_name(cases: Iterable[Case] = CASES) -> dict[str, Case]:
+    return {case.name: case for case in cases}
+
+
+def validate(cases: Iterable[Case] = CASES) -> list[str]:
+    """Problems with a case table (empty when it is sane)."""
+    cases = list(cases)
+    errors = []
+    seen: set[str] = set()
+    for case in cases:
+        if case.name in seen:
+            errors.append(f"duplicate case name {case.name!r}")
+        seen.add(case.name)
+        low, high = case.band
+        if not low <= high:
+            errors.append(f"{case.name}: band low {low} > high {high}")
+        if case.metric.startswith("accuracy") and not 0.0 <= low <= high <= 1.0:
+            errors.append(f"{case.name}: an accuracy band must lie within [0, 1]")
+        if case.strategy not in STRATEGIES:
+            errors.append(f"{case.name}: unknown strategy {case.strategy!r}")
+        if case.train_steps <= 0:
+            errors.append(f"{case.name}: train_steps must be positive")
+        if not case.metric:
+            errors.append(f"{case.name}: no metric")
+        if case.quick and case.hardware != CPU_2CORE:
+            errors.append(f"{case.name}: quick cases must run on {CPU_2CORE}")
+    if not any(case.quick for case in cases):
+        errors.append("no quick case: CI's quick subset would be empty")
+    return errors

@@ -1,0 +1,694 @@
+"""Runs the regression cases and reports on them.
+
+  python -m regression list                       # every case, and whether it runs here
+  python -m regression run --quick                # CI's quick subset (the default)
+  python -m regression run --full                 # every case this machine can run
+  python -m regression run --case resnet_fashion_mnist --output /tmp/reg
+  python -m regression readme --report regression_output/report.json --write regression/README.md
+
+`run` prepares each case's data with `t2t-datagen` into OUTPUT/data (shared by the
+cases), trains with `t2t-trainer --output_dir=OUTPUT/CASE`, and checks the case's metric
+at the final evaluation (OUTPUT/CASE/eval_results.jsonl) against its band. It writes
+OUTPUT/CASE/log.txt, OUTPUT/CASE/METRIC.png (with matplotlib) and OUTPUT/report.json,
+and exits with status 1 when a case fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import difflib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TextIO
+
+from regression.cases import CASES, CPU_2CORE, MIRROR_SOURCES, STRATEGIES, Case
+
+DEFAULT_OUTPUT = "regression_output"
+REPORT_FILE = "report.json"
+LOG_FILE = "log.txt"
+EVAL_RESULTS_FILE = "eval_results.jsonl"  # t2t.trainer.run_dir.EVAL_RESULTS_FILE
+HARDWARE_ENV = "T2T_REGRESSION_HARDWARE"
+BEGIN_MARKER = "<!-- results:begin -->"
+END_MARKER = "<!-- results:end -->"
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MODULES = {"t2t-datagen": "t2t.bin.t2t_datagen", "t2t-trainer": "t2t.bin.t2t_trainer"}
+
+# execute(command, log, prefix) -> exit status; the default streams a subprocess.
+Execute = Callable[[list[str], TextIO, str], int]
+
+
+class RegressionError(Exception):
+    """A usage or setup problem: printed as one line, exit status 2."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM (e.g. a CI timeout): handled as Ctrl-C."""
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted(f"signal {signum}")
+
+
+# ------------------------------------------------------------------ what can run here
+@dataclasses.dataclass(frozen=True)
+class Registered:
+    """The registered names of t2t (or a fake one in tests)."""
+
+    problems: frozenset[str]
+    models: frozenset[str]
+    hparams_sets: frozenset[str]
+
+    def has_problem(self, name: str) -> bool:
+        return name in self.problems or (name.endswith("_rev") and name[:-4] in self.problems)
+
+
+_LIST_REGISTERED = (
+    "import json; from t2t import registry; print(json.dumps([registry.list_problems(), "
+    "registry.list_models(), registry.list_hparams()]))"
+)
+
+
+def load_registered() -> Registered:
+    """t2t's registered names, read in a subprocess (TensorFlow's import takes a few
+    seconds and logs to stderr; this process stays free of it)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    out = subprocess.run([sys.executable, "-c", _LIST_REGISTERED], capture_output=True,
+                         text=True, env=env, timeout=600)
+    try:
+        problems, models, hparams_sets = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError) as e:
+        tail = "\n".join(out.stderr.strip().splitlines()[-10:])
+        raise RegressionError(f"cannot read t2t's registry (status {out.returncode}):\n{tail}"
+                              ) from e
+    return Registered(frozenset(problems), frozenset(models), frozenset(hparams_sets))
+
+
+def parse_hardware(spec: str | None) -> frozenset[str]:
+    """The hardware this machine offers: --hardware, else $T2T_REGRESSION_HARDWARE, else
+    cpu-2core."""
+    if spec is None:
+        spec = os.environ.get(HARDWARE_ENV) or CPU_2CORE
+    return frozenset(h.strip() for h in spec.split(",") if h.strip())
+
+
+def skip_reasons(case: Case, hardware: Iterable[str], registered: Registered,
+                 mirror_exists: Callable[[str], bool] = os.path.isdir) -> list[str]:
+    """Why `case` cannot run here; empty when it can."""
+    hardware = frozenset(hardware)
+    reasons = []
+    if case.hardware not in hardware:
+        reasons.append(f"needs {case.hardware} (available: {', '.join(sorted(hardware)) or '-'};"
+                       f" pass --hardware={case.hardware} where it is)")
+    if STRATEGIES.get(case.strategy, ()) is None:
+        reasons.append(f"strategy {case.strategy} not supported by t2t-trainer yet")
+    elif case.strategy not in STRATEGIES:
+        reasons.append(f"unknown strategy {case.strategy!r}")
+    if not registered.has_problem(case.problem):
+        reasons.append(f"problem {case.problem!r} not registered")
+    if case.model not in registered.models:
+        reasons.append(f"model {case.model!r} not registered")
+    if case.hparams_set not in registered.hparams_sets:
+        reasons.append(f"hparams set {case.hparams_set!r} not registered")
+    mirror = case.data_mirror
+    if mirror and "://" not in mirror and not mirror_exists(mirror):
+        source = MIRROR_SOURCES.get(mirror)
+        reasons.append(f"data mirror {mirror} missing" + (f" ({source})" if source else ""))
+    return reasons
+
+
+def select_cases(cases: Sequence[Case], *, full: bool = False,
+                 names: Sequence[str] | None = None) -> list[Case]:
+    """--case NAME... (in the order given), --full (all) or the quick subset."""
+    if names:
+        table = {case.name: case for case in cases}
+        unknown = [n for n in names if n not in table]
+        if unknown:
+            hints = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, table, n=3)
+                hints.append(name + (f" (did you mean {', '.join(close)}?)" if close else ""))
+            raise RegressionError(f"unknown case {'; '.join(hints)}; "
+                                  f"`python -m regression list` shows them all")
+        return [table[n] for n in dict.fromkeys(names)]
+    return list(cases) if full else [case for case in cases if case.quick]
+
+
+# ----------------------------------------------------------------------- results
+@dataclasses.dataclass
+class CaseResult:
+    name: str
+    problem: str
+    model: str
+    hparams_set: str
+    hparams: str
+    train_steps: int
+    strategy: str
+    hardware: str
+    metric: str
+    band: tuple[float, float]
+    measured_on: str
+    expected_minutes: float
+    status: str = SKIP
+    reason: str = ""
+    value: float | None = None
+    final_step: int | None = None
+    minutes: float = 0.0
+    datagen_minutes: float = 0.0
+    curve: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    eval_results: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    commands: list[str] = dataclasses.field(default_factory=list)
+    log: str | None = None
+    plot: str | None = None
+
+    @classmethod
+    def for_case(cls, case: Case) -> CaseResult:
+        return cls(
+            name=case.name, problem=case.problem, model=case.model,
+            hparams_set=case.hparams_set, hparams=case.hparams, train_steps=case.train_steps,
+            strategy=case.strategy, hardware=case.hardware, metric=case.metric,
+            band=tuple(case.band), measured_on=case.measured_on,
+            expected_minutes=case.expected_minutes,
+        )
+
+
+def in_band(value: float | None, band: Sequence[float]) -> bool:
+    """low <= value <= high (a missing or NaN value is never in the band)."""
+    low, high = band
+    return value is not None and low <= value <= high
+
+
+def read_eval_results(case_dir: str) -> list[dict[str, float]]:
+    """The run's evaluations, oldest first (a torn last line is ignored)."""
+    path = os.path.join(case_dir, EVAL_RESULTS_FILE)
+    if not os.path.exists(path):
+        return []
+    results = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                results.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return results
+
+
+def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: int) -> None:
+    """Fills value, curve and PASS/FAIL from the evaluations and the trainer's status."""
+    metric = result.metric
+    result.eval_results = eval_results
+    result.curve = [(int(r["step"]), float(r[metric])) for r in eval_results if metric in r]
+    last = eval_results[-1] if eval_results else None
+    if last is not None:
+        result.final_step = int(last.get("step", -1))
+        if metric in last:
+            result.value = float(last[metric])
+    if returncode != 0:
+        result.status, result.reason = FAIL, f"t2t-trainer exited with status {returncode}"
+    elif last is None:
+        result.status, result.reason = FAIL, f"no evaluation in {EVAL_RESULTS_FILE}"
+    elif result.value is None:
+        keys = ", ".join(sorted(k for k in last if k != "step"))
+        result.status = FAIL
+        result.reason = f"metric {metric!r} not in the final evaluation (it has: {keys})"
+    elif result.final_step != result.train_steps:
+        result.status = FAIL
+        result.reason = (f"final evaluation at step {result.final_step}, "
+                         f"not at train_steps {result.train_steps}")
+    elif in_band(result.value, result.band):
+        result.status, result.reason = PASS, ""
+    else:
+        result.status = FAIL
+        result.reason = f"{metric} {result.value:.4f} outside {_band(result.band)}"
+
+
+# ------------------------------------------------------------------------ running
+def tool_command(name: str) -> list[str]:
+    """The console script next to this Python, on PATH, or `python -m` its module."""
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    if os.path.exists(beside):
+        return [beside]
+    found = shutil.which(name)
+    return [found] if found else [sys.executable, "-m", _MODULES[name]]
+
+
+def stream_command(command: list[str], log: TextIO, prefix: str) -> int:
+    """Runs `command`, copying its output to stdout (each line prefixed) and to `log`."""
+    header = f"$ {shlex.join(command)}\n"
+    sys.stdout.write(prefix + header)
+    log.write(header)
+    log.flush()
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, errors="replace", env=env)
+    finished = False
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(prefix + line)
+            sys.stdout.flush()
+            log.write(line)
+            log.flush()
+        finished = True
+    finally:
+        if finished:
+            proc.wait()
+        else:
+            # Interrupted: stop the child (t2t-trainer saves a checkpoint on SIGTERM) and
+            # give it time to finish before killing it.
+            if proc.poll() is None:
+                proc.terminate()
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            else:  # keep what it said on the way out ("Stopped by a signal at step N ...")
+                rest = proc.stdout.read() if proc.stdout else ""
+                sys.stdout.write("".join(prefix + line for line in rest.splitlines(True)))
+                log.write(rest)
+                log.flush()
+    return proc.returncode
+
+
+def prepare_case_dir(case_dir: str, resume: bool) -> None:
+    """A fresh OUTPUT/CASE (or the old one kept with --resume)."""
+    if os.path.isdir(case_dir) and not resume:
+        entries = os.listdir(case_dir)
+        if entries and LOG_FILE not in entries:
+            raise RegressionError(
+                f"{case_dir} exists and was not written by the regression runner: "
+                f"remove it or use another --output")
+        shutil.rmtree(case_dir)
+    os.makedirs(case_dir, exist_ok=True)
+
+
+def case_commands(case: Case, output_dir: str, trainer_extra: Sequence[str] = ()
+                  ) -> tuple[list[str], list[str]]:
+    """The t2t-datagen and t2t-trainer commands of `case` writing under `output_dir`
+    (`trainer_extra`: more t2t-trainer flags, e.g. --random_seed=2)."""
+    datagen = [*tool_command("t2t-datagen"), *case.datagen_args(),
+               f"--data_dir={os.path.join(output_dir, 'data')}", "--progress=false"]
+    trainer = [*tool_command("t2t-trainer"), *case.trainer_args(),
+               f"--data_dir={os.path.join(output_dir, 'data')}",
+               f"--output_dir={os.path.join(output_dir, case.name)}", *trainer_extra]
+    return datagen, trainer
+
+
+def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
+             prepared: set[tuple[str, str | None]] | None = None,
+             resume: bool = False, trainer_extra: Sequence[str] = ()) -> CaseResult:
+    """Datagen (once per problem and run) and training of one case, then its verdict."""
+    result = CaseResult.for_case(case)
+    prepared = set() if prepared is None else prepared
+    datagen, trainer = case_commands(case, output_dir, trainer_extra)
+    case_dir = os.path.join(output_dir, case.name)
+    prepare_case_dir(case_dir, resume)
+    result.log = os.path.relpath(os.path.join(case_dir, LOG_FILE), output_dir)
+    prefix = f"[{case.name}] "
+    start = time.monotonic()
+    with open(os.path.join(case_dir, LOG_FILE), "a" if resume else "w", encoding="utf-8") as log:
+        key = (case.problem, case.data_mirror)
+        if key not in prepared:
+            result.commands.append(shlex.join(datagen))
+            status = execute(datagen, log, prefix)
+            result.datagen_minutes = (time.monotonic() - start) / 60
+            if status != 0:
+                result.status, result.reason = FAIL, f"t2t-datagen exited with status {status}"
+                result.minutes = result.datagen_minutes
+                return result
+            prepared.add(key)
+        result.commands.append(shlex.join(trainer))
+        status = execute(trainer, log, prefix)
+    result.minutes = (time.monotonic() - start) / 60
+    judge(result, read_eval_results(case_dir), status)
+    return result
+
+
+# ----------------------------------------------------------------------- plotting
+def plots_available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def plot_curve(result: CaseResult, path: str) -> str | None:
+    """A PNG of the metric over steps with the band shaded; None without a curve."""
+    if not result.curve:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    steps, values = zip(*result.curve, strict=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    low, high = result.band
+    ax.axhspan(low, high, color="tab:green", alpha=0.15, label=f"band [{low:g}, {high:g}]")
+    ax.plot(steps, values, marker="o", label=result.metric)
+    ax.set_xlabel("step")
+    ax.set_ylabel(result.metric)
+    ax.set_title(f"{result.name}: {result.status}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------ reports
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _output_of(command: list[str]) -> str | None:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=_REPO_ROOT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU, cores, memory, GPUs and versions of the machine running the cases."""
+    memory_gib = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    memory_gib = round(int(line.split()[1]) / 2**20, 1)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    gpus = _output_of(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_gib": memory_gib,
+        "gpus": gpus.splitlines() if gpus else [],
+        "tensorflow": _version("tensorflow"),
+        "keras": _version("keras"),
+        "t2t": _version("t2t"),
+        "t2t_commit": _output_of(["git", "rev-parse", "--short", "HEAD"]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_report(path: str, results: Sequence[CaseResult], machine: dict[str, Any],
+                 **extra: Any) -> None:
+    report = {"machine": machine, **extra, "cases": [dataclasses.asdict(r) for r in results]}
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_report(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        raise RegressionError(f"no report at {path}: run `python -m regression run` first "
+                              f"(or pass --report PATH)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Plain-text columns, left-aligned."""
+    rows = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _number(x: float) -> str:
+    return f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
+
+
+def _band(band: Sequence[float]) -> str:
+    return f"[{_number(band[0])}, {_number(band[1])}]"
+
+
+def _value(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def list_table(cases: Sequence[Case], hardware: Iterable[str], registered: Registered,
+               mirror_exists: Callable[[str], bool] = os.path.isdir) -> str:
+    rows = []
+    for case in cases:
+        reasons = skip_reasons(case, hardware, registered, mirror_exists)
+        rows.append([
+            case.name + (" *" if case.quick else ""), case.problem,
+            f"{case.model}/{case.hparams_set}", case.train_steps, case.metric, _band(case.band),
+            case.hardware, f"{case.expected_minutes:g}",
+            "yes" if not reasons else "no: " + "; ".join(reasons),
+        ])
+    header = ["case", "problem", "model/hparams_set", "steps", "metric", "band", "hardware",
+              "minutes", "runnable here?"]
+    return format_table(header, rows) + "\n(* quick: in CI's quick subset)"
+
+
+def results_table(results: Sequence[CaseResult]) -> str:
+    rows = [[r.name, r.metric, _value(r.value), _band(r.band), r.status, f"{r.minutes:.1f}"]
+            for r in results]
+    table = format_table(["case", "metric", "value", "band", "result", "minutes"], rows)
+    notes = [f"  {r.name}: {r.status} - {r.reason}" for r in results if r.reason]
+    return table + ("\n" + "\n".join(notes) if notes else "")
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The README's results block, from a report.json."""
+    m = report.get("machine", {})
+    gpus = f", GPUs: {'; '.join(m['gpus'])}" if m.get("gpus") else ""
+    lines = [
+        f"Run {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores"
+        f"{gpus}), TensorFlow {m.get('tensorflow', '?')}, Python {m.get('python', '?')}, "
+        f"t2t {m.get('t2t_commit') or m.get('t2t') or '?'}.",
+        "",
+        "| case | problem | model / hparams_set | steps | metric | value | band | result "
+        "| minutes |",
+        "|---|---|---|---:|---|---:|---|---|---:|",
+    ]
+    for c in report.get("cases", []):
+        result = c["status"] + (f": {c['reason']}" if c.get("reason") else "")
+        minutes = f"{c['minutes']:.1f}" if c["status"] != SKIP else "-"
+        lines.append("| " + " | ".join(_md(x) for x in [
+            c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
+            c["metric"], _value(c.get("value")), _band(c["band"]), result, minutes,
+        ]) + " |")
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """`text` with what lies between the results markers replaced by `block`."""
+    begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+    if begin < 0 or end < 0 or end < begin:
+        raise RegressionError(
+            f"the README has no results block: add a line {BEGIN_MARKER} and, below it, a "
+            f"line {END_MARKER} where the table goes")
+    if text.count(BEGIN_MARKER) > 1 or text.count(END_MARKER) > 1:
+        raise RegressionError("the README has more than one results block")
+    head = text[: begin + len(BEGIN_MARKER)]
+    return f"{head}\n{block.strip()}\n{text[end:]}"
+
+
+# ---------------------------------------------------------------------- commands
+def cmd_list(args: argparse.Namespace, cases: Sequence[Case],
+             registered: Registered | None) -> int:
+    registered = registered or load_registered()
+    print(list_table(cases, parse_hardware(args.hardware), registered))
+    return 0
+
+
+def dry_run(selected: Sequence[Case], output_dir: str, hardware: frozenset[str],
+            registered: Registered, trainer_extra: Sequence[str] = ()) -> int:
+    """Prints each case's commands, or why it would be skipped; writes nothing."""
+    for case in selected:
+        reasons = skip_reasons(case, hardware, registered)
+        if reasons:
+            print(f"[{case.name}] SKIP: {'; '.join(reasons)}")
+            continue
+        print(f"[{case.name}] would run (about {case.expected_minutes:g} min):")
+        for command in case_commands(case, output_dir, trainer_extra):
+            print(f"  {shlex.join(command)}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registered | None,
+            execute: Execute | None) -> int:
+    selected = select_cases(cases, full=args.full, names=args.case)
+    if not selected:
+        raise RegressionError("no case selected")
+    hardware = parse_hardware(args.hardware)
+    registered = registered or load_registered()
+    output_dir = os.path.abspath(args.output)
+    if args.dry_run:
+        return dry_run(selected, output_dir, hardware, registered, args.trainer_arg)
+    os.makedirs(output_dir, exist_ok=True)
+    report_path = os.path.join(output_dir, REPORT_FILE)
+    selection = "case" if args.case else ("full" if args.full else "quick")
+    machine = machine_info()
+    started = machine["date"]
+    can_plot = plots_available()
+    if not can_plot:
+        print("matplotlib is not installed: plots are skipped (pip install matplotlib).")
+    results: list[CaseResult] = []
+    prepared: set[tuple[str, str | None]] = set()
+    print(f"Running {len(selected)} case(s) ({selection}) into {output_dir}; "
+          f"hardware: {', '.join(sorted(hardware))}")
+    for case in selected:
+        reasons = skip_reasons(case, hardware, registered)
+        if reasons:
+            result = CaseResult.for_case(case)
+            result.status, result.reason = SKIP, "; ".join(reasons)
+            print(f"[{case.name}] SKIP: {result.reason}")
+        else:
+            print(f"[{case.name}] {case.problem} {case.model}/{case.hparams_set} "
+                  f"{case.train_steps} steps (about {case.expected_minutes:g} min)", flush=True)
+            try:
+                result = run_case(case, output_dir, execute=execute or stream_command,
+                                  prepared=prepared, resume=args.resume,
+                                  trainer_extra=args.trainer_arg)
+            except KeyboardInterrupt:
+                result = CaseResult.for_case(case)
+                result.status, result.reason = FAIL, "interrupted"
+                results.append(result)
+                write_report(report_path, results, machine, selection=selection,
+                             hardware=sorted(hardware), started=started, interrupted=True)
+                print(f"\nInterrupted during {case.name}; partial report: {report_path}",
+                      file=sys.stderr)
+                return 130
+            if can_plot and result.curve:
+                plot = plot_curve(result, os.path.join(output_dir, case.name,
+                                                       f"{case.metric}.png"))
+                result.plot = os.path.relpath(plot, output_dir) if plot else None
+            print(f"[{case.name}] {result.status} {case.metric} {_value(result.value)} "
+                  f"band {_band(case.band)} in {result.minutes:.1f} min"
+                  + (f": {result.reason}" if result.reason else ""), flush=True)
+        results.append(result)
+        write_report(report_path, results, machine, selection=selection,
+                     hardware=sorted(hardware), started=started, trainer_args=args.trainer_arg)
+    finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    write_report(report_path, results, machine, selection=selection, hardware=sorted(hardware),
+                 started=started, finished=finished, trainer_args=args.trainer_arg)
+    print()
+    print(results_table(results))
+    print(f"\nReport: {report_path}")
+    if all(r.status == SKIP for r in results):
+        print("warning: every selected case was skipped; nothing was checked.")
+    return 1 if any(r.status == FAIL for r in results) else 0
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    block = markdown_table(read_report(args.report))
+    if not args.write:
+        print(block)
+        return 0
+    try:
+        with open(args.write, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise RegressionError(f"cannot read {args.write}: {e}") from e
+    try:
+        updated = replace_block(text, block)
+    except RegressionError as e:
+        raise RegressionError(f"{args.write}: {e}") from e
+    with open(args.write, "w", encoding="utf-8") as f:
+        f.write(updated)
+    print(block)
+    print(f"\nUpdated the results block of {args.write}.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m regression",
+        description="t2t's regression suite: train standard cases, check final metrics "
+                    "against bands.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    hardware_help = (f"comma-separated hardware this machine offers, e.g. {CPU_2CORE},1xGPU "
+                     f"(default: ${HARDWARE_ENV}, else {CPU_2CORE})")
+
+    run = sub.add_parser("run", help="run cases and check their bands")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true", help="the quick subset (default)")
+    which.add_argument("--full", action="store_true", help="every case")
+    which.add_argument("--case", action="append", metavar="NAME",
+                       help="this case (repeatable)")
+    run.add_argument("--output", default=DEFAULT_OUTPUT,
+                     help=f"output folder (default: {DEFAULT_OUTPUT})")
+    run.add_argument("--hardware", default=None, help=hardware_help)
+    run.add_argument("--resume", action="store_true",
+                     help="continue the cases' earlier runs in OUTPUT instead of starting over")
+    run.add_argument("--trainer-arg", action="append", default=[], metavar="FLAG",
+                     help="one more t2t-trainer flag for every case, e.g. "
+                          "--trainer-arg=--random_seed=2 (repeatable)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print what would run and why cases skip; run nothing")
+
+    lst = sub.add_parser("list", help="show every case and whether it can run here")
+    lst.add_argument("--hardware", default=None, help=hardware_help)
+
+    readme = sub.add_parser("readme", help="the markdown results table of a report")
+    readme.add_argument("--report", default=os.path.join(DEFAULT_OUTPUT, REPORT_FILE),
+                        help="report.json to read (default: %(default)s)")
+    readme.add_argument("--write", metavar="README",
+                        help=f"replace the block between {BEGIN_MARKER} and {END_MARKER} in "
+                             f"this file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, cases: Sequence[Case] = CASES,
+         registered: Registered | None = None, execute: Execute | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            return cmd_list(args, cases, registered)
+        if args.command == "run":
+            previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+            try:
+                return cmd_run(args, cases, registered, execute)
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+        return cmd_readme(args)
+    except RegressionError as e:
+        sys.stderr.write(f"error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130

@@ -1,0 +1,510 @@
+"""Decoding with a trained model: text in, text out, batched, in the input's order.
+
+    model = load_model(problem, "transformer", hparams, data_dir, output_dir)
+    decoder = Decoder(problem, model, data_dir, DecodeHParams.parse("beam_size=4,alpha=0.6"))
+    results = decoder.decode_texts(["1 0 1", "0 0 1 1"])   # [DecodeResult, ...]
+    decoder.decode_file("input.txt", "input.txt.decodes")
+    score_bleu([r.text for r in results], references)     # sacrebleu BLEU and chrF
+
+The model and the encoders are loaded once. Inputs are encoded (+EOS), sorted by
+length (longest first) and decoded `batch_size` at a time by one traced `model.infer`
+(decode length = longest input of the batch + `extra_length`); results come back in
+the original order. Empty lines decode as an empty input, lines longer than
+`max_input_length` tokens are cut, bytes that are not UTF-8 are replaced: each with a
+warning naming the line, and never a crash.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any
+
+import numpy as np
+from absl import logging
+
+from t2t.hparams.hparams import HParams, HParamsError
+from t2t.problems import problem as problem_lib
+from t2t.problems import text_encoder
+from t2t.registry import close_matches
+
+EOS_ID = text_encoder.EOS_ID
+PAD_ID = text_encoder.PAD_ID
+# max_input_length when neither the decode hparams nor the model's hparams set one.
+DEFAULT_MAX_INPUT_LENGTH = 1024
+# Lines read (and sorted by length) at a time by decode_file: bounds the memory.
+FILE_CHUNK_LINES = 10_000
+
+
+class DecodeError(ValueError):
+    """A decoding request that cannot be served (missing checkpoint, bad settings...)."""
+
+
+class DecodeHParamsError(HParamsError):
+    """A bad --decode_hparams string."""
+
+
+@dataclasses.dataclass
+class DecodeHParams:
+    """Settings of a decoding run (`--decode_hparams="beam_size=4,alpha=0.6"`).
+
+    beam_size: 1 is greedy (or sampling, with temperature > 0); more is beam search.
+    alpha: the beam search's length penalty exponent ((5 + length) / 6) ** alpha.
+    extra_length: tokens decoded beyond the longest input of a batch.
+    batch_size: inputs decoded together.
+    return_beams: write every beam (beam_size of them), tab-separated, best first.
+    write_beam_scores: write each output's score after it (tab-separated).
+    temperature, top_k, top_p: sampling (beam_size=1 only); temperature 0 is greedy.
+    max_input_length: inputs are cut to this many tokens (before EOS); 0 takes the
+      model's hparams.max_length, or DEFAULT_MAX_INPUT_LENGTH when that is 0 too.
+    """
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    extra_length: int = 50
+    batch_size: int = 32
+    return_beams: bool = False
+    write_beam_scores: bool = False
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    max_input_length: int = 0
+
+    @classmethod
+    def parse(cls, text: str | None) -> DecodeHParams:
+        """The defaults overridden by "name=value,..." (values type-checked)."""
+        defaults = dataclasses.asdict(cls())
+        hp = HParams(**defaults)
+        for part in (text or "").split(","):
+            name = part.split("=", 1)[0].strip()
+            if name and "=" in part and name not in defaults:
+                matches = close_matches(name, defaults)
+                hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+                raise DecodeHParamsError(
+                    f"Unknown decode hparam {name!r}.{hint} Known: {', '.join(defaults)}."
+                )
+        try:
+            hp.parse(text or "")
+        except HParamsError as e:
+            raise DecodeHParamsError(f"--decode_hparams={text!r}: {e}") from None
+        result = cls(**hp.values())
+        result.validate()
+        return result
+
+    def validate(self) -> None:
+        problems = []
+        if self.beam_size < 1:
+            problems.append(f"beam_size={self.beam_size} (need >= 1)")
+        if self.batch_size < 1:
+            problems.append(f"batch_size={self.batch_size} (need >= 1)")
+        if self.extra_length < 0:
+            problems.append(f"extra_length={self.extra_length} (need >= 0)")
+        if self.temperature < 0:
+            problems.append(f"temperature={self.temperature} (need >= 0)")
+        if self.top_k < 0:
+            problems.append(f"top_k={self.top_k} (need >= 0)")
+        if not 0.0 < self.top_p <= 1.0:
+            problems.append(f"top_p={self.top_p} (need 0 < top_p <= 1)")
+        if self.max_input_length < 0:
+            problems.append(f"max_input_length={self.max_input_length} (need >= 0)")
+        if self.temperature > 0 and self.beam_size > 1:
+            problems.append("temperature > 0 samples, which needs beam_size=1")
+        if problems:
+            raise DecodeHParamsError(f"Bad decode hparams: {'; '.join(problems)}.")
+
+    def to_string(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in dataclasses.asdict(self).items())
+
+
+@dataclasses.dataclass
+class DecodeResult:
+    """One decoded input: the best output, its score, and every beam (text, score)."""
+
+    text: str
+    score: float
+    beams: list[tuple[str, float]]
+
+
+# ---------------------------------------------------------------- the model
+def resolve_checkpoint(checkpoint_path: str) -> str:
+    """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+    import tensorflow as tf
+
+    path = os.path.expanduser(checkpoint_path)
+    if os.path.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if not latest:
+            raise DecodeError(
+                f"no checkpoint in {path}: train first with t2t-trainer --output_dir={path} "
+                f"... or pass --checkpoint_path"
+            )
+        return latest
+    if not tf.io.gfile.exists(path + ".index"):
+        raise DecodeError(
+            f"no checkpoint {path!r} (no {os.path.basename(path)}.index): train first with "
+            f"t2t-trainer, or pass --checkpoint_path=DIR_OR_PREFIX such as DIR/ckpt-1000"
+        )
+    return path
+
+
+def load_model(
+    problem: problem_lib.Problem,
+    model_name: str,
+    hparams: HParams,
+    data_dir: str | None,
+    checkpoint_path: str,
+) -> Any:
+    """The model built in PREDICT mode with its weights from `checkpoint_path`.
+
+    `checkpoint_path` is a checkpoint prefix (DIR/ckpt-1000) or a run directory (its
+    latest checkpoint). DecodeError when there is no checkpoint or it does not fit
+    the model (other hparams than at training).
+    """
+    import tensorflow as tf
+
+    from t2t.models import t2t_model
+    from t2t.trainer.trainer import dummy_features
+
+    path = resolve_checkpoint(checkpoint_path)
+    problem_hparams = problem.hparams(data_dir)
+    model = t2t_model.create_model(model_name, hparams, problem_lib.PREDICT, problem_hparams)
+    model.build_for(dummy_features(problem_hparams))
+    try:
+        status = tf.train.Checkpoint(model=model).read(path)
+        status.assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        raise DecodeError(
+            f"The checkpoint {path} does not match model {model_name!r} with these hparams "
+            f"(use the --hparams_set/--hparams it was trained with): {str(e)[:300]}"
+        ) from e
+    status.expect_partial()  # the optimizer (and input position) are not needed
+    logging.info("Loaded %s from %s.", model_name, path)
+    model.checkpoint_path = path
+    return model
+
+
+# ------------------------------------------------------------------ reading
+def _decode_bytes(raw: bytes, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        logging.warning("%s is not valid UTF-8 (%s): undecodable bytes replaced by U+FFFD.",
+                        where, e.reason)
+        return raw.decode("utf-8", errors="replace")
+
+
+def iter_text_lines(path: str) -> Iterator[str]:
+    """The lines of a text file (without line ends), read as bytes: invalid UTF-8 is
+    replaced (with a warning naming the line), a leading BOM is dropped."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+            if number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            yield _decode_bytes(raw, f"line {number} of {path}")
+
+
+def read_text_lines(path: str) -> list[str]:
+    return list(iter_text_lines(path))
+
+
+def one_line(text: str, tabs: bool) -> str:
+    """Text made safe for one line of a decodes file (and tab-free if tabs separate)."""
+    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return text.replace("\t", " ") if tabs else text
+
+
+def format_result(result: DecodeResult, decode_hparams: DecodeHParams) -> str:
+    """One output line: the best text, or every beam tab-separated (with scores)."""
+    scores = decode_hparams.write_beam_scores
+    tabs = scores or decode_hparams.return_beams
+    beams = result.beams if decode_hparams.return_beams else [(result.text, result.score)]
+    parts = []
+    for text, score in beams:
+        parts.append(one_line(text, tabs))
+        if scores:
+            parts.append(f"{score:.4f}")
+    return "\t".join(parts)
+
+
+def _atomic_writer(path: str) -> tuple[IO[str], str]:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    return os.fdopen(fd, "w", encoding="utf-8", newline="\n"), tmp
+
+
+def write_lines(path: str, lines: Iterable[str]) -> None:
+    """Writes one line per item, atomically (a temporary file renamed when complete)."""
+    f, tmp = _atomic_writer(path)
+    try:
+        with f:
+            for line in lines:
+                f.write(line + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+# ------------------------------------------------------------------ decoding
+class Decoder:
+    """A loaded model and the problem's encoders, decoding batches of inputs."""
+
+    def __init__(
+        self,
+        problem: problem_lib.Problem,
+        model: Any,
+        data_dir: str | None,
+        decode_hparams: DecodeHParams | None = None,
+    ):
+        self.problem, self.model, self.data_dir = problem, model, data_dir
+        self.decode_hparams = dhp = decode_hparams or DecodeHParams()
+        dhp.validate()
+        self.problem_hparams = model.problem_hparams
+        modality = self.problem_hparams.modality
+        if "inputs" not in modality:
+            raise DecodeError(
+                f"{problem.name} has no inputs (a language model): t2t-decoder decodes "
+                f"inputs into targets."
+            )
+        self.inputs_modality = modality["inputs"]
+        self.is_class_label = modality.get("targets") == problem_lib.Modality.CLASS_LABEL
+        self.encoders = problem.feature_encoders(data_dir)
+        hparams = getattr(model, "hparams", None)
+        model_max = hparams.get("max_length", 0) if hparams is not None else 0
+        self.max_input_length = dhp.max_input_length or model_max or DEFAULT_MAX_INPUT_LENGTH
+        top_beams = dhp.beam_size if dhp.return_beams else 1
+        if self.is_class_label:
+            top_beams = min(top_beams, self.problem_hparams.vocab_size.get("targets") or 1)
+        self.top_beams = top_beams
+        self._infer = None
+
+    # -------------------------------------------------------------- the model
+    def _infer_fn(self):
+        """model.infer traced once for any batch and input length."""
+        if self._infer is None:
+            import tensorflow as tf
+
+            dhp, model = self.decode_hparams, self.model
+            if self.inputs_modality == problem_lib.Modality.SYMBOL:
+                spec = tf.TensorSpec([None, None], tf.int32)
+            else:
+                spec = None
+
+            def infer(inputs, decode_length):
+                return model.infer(
+                    {"inputs": inputs}, decode_length, beam_size=dhp.beam_size,
+                    top_beams=self.top_beams, alpha=dhp.alpha, temperature=dhp.temperature,
+                    top_k=dhp.top_k, top_p=dhp.top_p,
+                )
+
+            signature = None if spec is None else [spec, tf.TensorSpec([], tf.int32)]
+            self._infer = tf.function(infer, input_signature=signature, reduce_retracing=True)
+        return self._infer
+
+    def _decode_targets(self, ids: np.ndarray) -> str:
+        encoder = self.encoders.get("targets")
+        if self.is_class_label:
+            label = int(np.asarray(ids).reshape(-1)[0])
+            return encoder.decode([label]) if encoder is not None else str(label)
+        if encoder is None:
+            return " ".join(str(i) for i in text_encoder.strip_extraneous(ids))
+        return encoder.decode(ids, strip_extraneous=True)
+
+    def _run_batch(self, batch: list[np.ndarray]) -> list[DecodeResult]:
+        if self.inputs_modality == problem_lib.Modality.SYMBOL:
+            longest = max(len(x) for x in batch)
+            inputs = np.full([len(batch), longest], PAD_ID, np.int32)
+            for row, ids in enumerate(batch):
+                inputs[row, : len(ids)] = ids
+        else:
+            longest = 0
+            inputs = np.stack(batch)
+        decode_length = np.int32(longest + self.decode_hparams.extra_length)
+        result = self._infer_fn()(inputs, decode_length)
+        outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
+        if scores.ndim == 1:  # one beam: [B, L] and [B]
+            outputs, scores = outputs[:, None], scores[:, None]
+        decoded = []
+        for row in range(len(batch)):
+            beams = [(self._decode_targets(outputs[row, k]), float(scores[row, k]))
+                     for k in range(outputs.shape[1])]
+            decoded.append(DecodeResult(text=beams[0][0], score=beams[0][1], beams=beams))
+        return decoded
+
+    def decode_features(self, inputs: Sequence[np.ndarray]) -> list[DecodeResult]:
+        """Decodes prepared inputs (token ids ending in EOS, or images), in their order.
+
+        They are sorted by length, longest first, so each batch pads little."""
+        results: list[DecodeResult | None] = [None] * len(inputs)
+        order = sorted(range(len(inputs)), key=lambda i: -len(inputs[i]))
+        size = self.decode_hparams.batch_size
+        for start in range(0, len(order), size):
+            indices = order[start : start + size]
+            for i, result in zip(indices, self._run_batch([inputs[i] for i in indices]), strict=True):
+                results[i] = result
+        return results  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------- text
+    def encode_text(self, text: str, line_number: int | None = None) -> np.ndarray:
+        """Token ids of one input line, cut to max_input_length, with EOS appended."""
+        where = f"line {line_number}" if line_number is not None else "input"
+        if self.inputs_modality != problem_lib.Modality.SYMBOL:
+            raise DecodeError(
+                f"{self.problem.name} has {self.inputs_modality} inputs: only text inputs can "
+                f"be decoded from text (use --eval_steps to decode its dev set)."
+            )
+        encoder = self.encoders.get("inputs")
+        try:
+            ids = encoder.encode(text) if encoder is not None else [int(w) for w in text.split()]
+        except ValueError as e:
+            logging.warning("%s cannot be encoded (%s): decoded as an empty input.", where, e)
+            ids = []
+        if not ids:
+            logging.warning("%s is empty: decoded as an empty input.", where)
+        elif len(ids) > self.max_input_length:
+            logging.warning("%s has %d tokens: cut to the first %d (max_input_length).",
+                            where, len(ids), self.max_input_length)
+            ids = ids[: self.max_input_length]
+        return np.asarray([*ids, EOS_ID], np.int32)
+
+    def decode_texts(self, lines: Sequence[str], first_line_number: int = 1) -> list[DecodeResult]:
+        """Decodes text inputs; results in the order of `lines` (warnings count lines
+        from `first_line_number`)."""
+        encoded = [self.encode_text(line, first_line_number + i) for i, line in enumerate(lines)]
+        return self.decode_features(encoded)
+
+    def decode_file(self, input_path: str, output_path: str) -> int:
+        """Decodes each line of `input_path` into one line of `output_path` (written
+        atomically); returns the number of lines. See `format_result` for the format."""
+        start, count = time.monotonic(), 0
+        f, tmp = _atomic_writer(output_path)
+        try:
+            with f:
+                chunk: list[str] = []
+                for line in iter_text_lines(input_path):
+                    chunk.append(line)
+                    if len(chunk) == FILE_CHUNK_LINES:
+                        count += self._decode_chunk(chunk, count + 1, f)
+                        chunk = []
+                if chunk:
+                    count += self._decode_chunk(chunk, count + 1, f)
+            os.replace(tmp, output_path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        elapsed = time.monotonic() - start
+        logging.info("Decoded %d lines of %s into %s in %.1f s.", count, input_path,
+                     output_path, elapsed)
+        return count
+
+    def _decode_chunk(self, lines: list[str], first_line_number: int, f: IO[str]) -> int:
+        for result in self.decode_texts(lines, first_line_number):
+            f.write(format_result(result, self.decode_hparams) + "\n")
+        if first_line_number > 1 or len(lines) == FILE_CHUNK_LINES:
+            logging.info("Decoded %d lines.", first_line_number + len(lines) - 1)
+        return len(lines)
+
+    def interactive(self, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
+                    prompt: str | None = None) -> int:
+        """Answers each line read from stdin until EOF or "q"; returns the count."""
+        stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+        if prompt is None:
+            prompt = "> " if stdin.isatty() else ""
+        count = 0
+        while True:
+            if prompt:
+                stdout.write(prompt)
+                stdout.flush()
+            line = stdin.readline()
+            if not line:
+                break
+            line = line.rstrip("\r\n")
+            if line.strip() == "q":
+                break
+            count += 1
+            result = self.decode_texts([line], count)[0]
+            if self.decode_hparams.return_beams:
+                for k, (text, score) in enumerate(result.beams):
+                    stdout.write(f"beam {k} ({score:.4f}): {one_line(text, False)}\n")
+            elif self.decode_hparams.write_beam_scores:
+                stdout.write(f"{one_line(result.text, True)}\t{result.score:.4f}\n")
+            else:
+                stdout.write(one_line(result.text, False) + "\n")
+            stdout.flush()
+        return count
+
+    # ---------------------------------------------------------------- dev set
+    def _decode_feature(self, name: str, value: np.ndarray) -> str:
+        modality = self.problem_hparams.modality.get(name)
+        if modality == problem_lib.Modality.IMAGE:
+            return f"<image {'x'.join(str(d) for d in value.shape)}>"
+        if modality == problem_lib.Modality.CLASS_LABEL:
+            return self._decode_targets(value)
+        encoder = self.encoders.get(name)
+        if encoder is None:
+            return " ".join(str(i) for i in text_encoder.strip_extraneous(value))
+        return encoder.decode(value, strip_extraneous=True)
+
+    def decode_dev_set(self, num_batches: int) -> list[tuple[str, str, str]]:
+        """(inputs, targets, outputs) texts of the first num_batches * batch_size dev
+        examples (all of them when num_batches <= 0), in the data's order."""
+        dataset = self.problem.dataset(problem_lib.EVAL, self.data_dir, deterministic=True)
+        if num_batches > 0:
+            dataset = dataset.take(num_batches * self.decode_hparams.batch_size)
+        inputs, targets = [], []
+        symbol = self.inputs_modality == problem_lib.Modality.SYMBOL
+        for example in dataset.as_numpy_iterator():
+            x = np.asarray(example["inputs"])
+            if symbol:
+                ids = text_encoder.strip_extraneous(x)
+                if len(ids) > self.max_input_length:
+                    ids = ids[: self.max_input_length]
+                x = np.asarray([*ids, EOS_ID], np.int32)
+            inputs.append(x)
+            targets.append(np.asarray(example["targets"]))
+        results = self.decode_features(inputs)
+        return [
+            (self._decode_feature("inputs", x), self._decode_feature("targets", t), r.text)
+            for x, t, r in zip(inputs, targets, results, strict=True)
+        ]
+
+
+# ------------------------------------------------------------------ scoring
+def score_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """Corpus BLEU and chrF (sacrebleu, default settings) of line-aligned texts.
+
+    Returns {"bleu", "chrf": scores 0-100, "bleu_signature", "chrf_signature":
+    e.g. "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
+    "bleu_text", "chrf_text": sacrebleu's one-line reports}.
+    """
+    try:
+        from sacrebleu.metrics import BLEU, CHRF
+    except ImportError:
+        raise DecodeError("scoring needs sacrebleu: pip install sacrebleu") from None
+    if len(hypotheses) != len(references):
+        raise DecodeError(
+            f"{len(hypotheses)} translations but {len(references)} references: they must "
+            f"be line-aligned, one per line."
+        )
+    hypotheses, references = list(hypotheses), [list(references)]
+    bleu, chrf = BLEU(), CHRF()
+    bleu_score = bleu.corpus_score(hypotheses, references)
+    chrf_score = chrf.corpus_score(hypotheses, references)
+    bleu_signature = f"{bleu_score.name}|{bleu.get_signature()}"
+    chrf_signature = f"{chrf_score.name}|{chrf.get_signature()}"
+    return {
+        "bleu": float(bleu_score.score),
+        "chrf": float(chrf_score.score),
+        "bleu_signature": bleu_signature,
+        "chrf_signature": chrf_signature,
+        "bleu_text": bleu_score.format(signature=str(bleu.get_signature())),
+        "chrf_text": chrf_score.format(signature=str(chrf.get_signature())),
+    }

@@ -1,0 +1,19 @@
+"""Tests of --inspect's report."""
+
+from t2t import registry
+from t2t.problems import inspect_data
+
+
+def test_report_of_algorithmic_data(tmp_path):
+    prob = registry.problem("algorithmic_reverse_binary40_test")
+    prob.generate_data(str(tmp_path), str(tmp_path / "tmp"), progress=False)
+    report = inspect_data.inspect_problem(prob, str(tmp_path), "dev", num_examples=2)
+    assert report.examples_read == 100 and not report.truncated
+    assert len(report.examples) == 2 and report.examples[0]["inputs"].endswith("ids=" + report.examples[0]["inputs"].split("ids=")[1])
+    assert "<EOS>" in report.examples[0]["inputs"]
+    stats = report.lengths["targets"]
+    assert 2 <= stats.min <= stats.mean <= stats.max <= 11 and stats.count == 100
+    text = report.format()
+    assert "lengths (tokens, EOS included)" in text and "dev" in text
+    truncated = inspect_data.inspect_problem(prob, str(tmp_path), "train", max_records=10)
+    assert truncated.truncated and truncated.examples_read == 10

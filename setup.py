@@ -9,9 +9,12 @@ CORE_DEPENDENCIES = [
     "importlib_resources",  # tensorflow-datasets imports it without declaring it
     "numpy>=1.26",
     "sentencepiece>=0.2",
+    "pillow",  # image problems: decoding, resizing and re-encoding images
     "absl-py>=2.0",
     "gin-config>=0.5",
     "tensorboard>=2.16",  # tf.summary needs it; TensorFlow does not install it
+    "sacrebleu>=2.0",  # BLEU and chrF of decodes, with their signatures
+    "tensorflow-text>=2.16,<2.22",  # in-graph SentencePiece in exported SavedModels
 ]
 
 setup(
@@ -25,7 +28,8 @@ setup(
     install_requires=CORE_DEPENDENCIES,
     extras_require={
         "dev": ["pytest>=8", "pytest-timeout", "ruff"],
-        "export": ["tensorflow-text"],
+        "regression": ["matplotlib"],  # eval-curve plots of python -m regression
+        "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
     },
     entry_points={
         "console_scripts": [
@@ -33,6 +37,8 @@ setup(
             "t2t-trainer=t2t.bin.t2t_trainer:run",
             "t2t-decoder=t2t.bin.t2t_decoder:run",
             "t2t-exporter=t2t.bin.t2t_exporter:run",
+            "t2t-bleu=t2t.bin.t2t_bleu:run",
+            "t2t-avg-all=t2t.bin.t2t_avg_all:run",
         ],
     },
 )

@@ -1,53 +1,73 @@
 """Training throughput: t2t's Trainer vs a bare TF loop vs PyTorch, with MFU.
 
-    python -m benchmarks.training [--quick] [--steps N] [--vocab V] [--no-torch]
+    python -m benchmarks.training [--quick] [--models A,B] [--steps N] [--vocab V]
+                                  [--no-torch] [--no-bf16] [--matmul-top]
 
 Models: transformer_tiny and transformer_small (and transformer_base unless --quick),
 each trained on one fixed batch shape, batch 32 x 64 source tokens x 64 target tokens
 (--batch, --length), in float32 and mixed bfloat16. Rows per model and precision:
 
-- t2t Trainer: `t2t.trainer.trainer.Trainer` on a reverse task written to TFRecords in a
-  temporary directory (every example exactly `length` tokens, EOS included, so the
-  Trainer's batches are [batch, length] with no padding; hparams batch_size =
-  batch * length tokens, max_length = length, static_shapes). Each step is
-  `Trainer._train_step(train_iterator)` on real input-pipeline batches plus the host
-  work of `Trainer.train`'s loop (loss to float, counts to numpy, the step); tokens are
-  the non-padding input + target tokens the Trainer counts.
-- bare tf.function: the same t2t Transformer layer, constant tensors of the same shape,
-  one `tf.function` with GradientTape and `keras.optimizers.Adam`, no strategy, no
-  input pipeline. ratio = t2t / bare shows the framework's overhead.
-- torch nn.Transformer: the same sizes (d_model, heads, layers, dim_feedforward,
-  dropout, pre-norm, tied embedding/softmax of the same vocabulary, sinusoidal
-  positions, label smoothing), eager, torch.optim.Adam; bfloat16 under
-  `torch.autocast("cpu", dtype=torch.bfloat16)`. Skipped if torch is not installed
-  (`pip install torch==2.13.0`, for benchmarking only: not a t2t dependency).
+- t2t Trainer: `t2t.trainer.trainer.Trainer` (default strategy) on a reverse task
+  written to TFRecords in a temporary directory; every example is exactly `length`
+  tokens (EOS included), so with hparams batch_size = batch * length tokens,
+  max_length = length and static_shapes the Trainer's batches are [batch, length] with
+  no padding. A step is `Trainer._train_step(train_iterator)` on real input-pipeline
+  batches plus the per-step host work of `Trainer.train` (loss to float, the step,
+  counts to numpy), without logging or checkpoints; tokens are the non-padding input +
+  target tokens the Trainer counts.
+- bare tf.function: the same t2t Transformer layer and hparams, constant tensors of the
+  same shape, one `tf.function` with GradientTape and `keras.optimizers.Adam`: no
+  strategy, no input pipeline, no gradient norm. Shows the framework's overhead.
+- torch nn.Transformer: the same sizes (d_model, heads, encoder/decoder layers,
+  dim_feedforward, dropout 0.1 everywhere as in the sets, pre-norm, embedding tied to
+  the output projection, sinusoidal positions, label smoothing, Adam betas/epsilon),
+  eager; bfloat16 under `torch.autocast("cpu", dtype=torch.bfloat16)`;
+  `torch.set_num_threads` = TensorFlow's intra-op threads. Skipped, with a message,
+  when torch is not installed (`pip install torch==2.13.0`: for benchmarking only,
+  never a t2t dependency).
 
-ratio = tokens/s of the t2t Trainer row / tokens/s of the row (same model, precision).
-MFU = model FLOP/s / dense matmul FLOP/s measured here with TensorFlow (2048 x 2048,
-float32 for float32 rows, bfloat16 for bfloat16 rows). Model FLOPs per step =
-6 * (encoder matmul weights * source tokens + decoder matmul weights incl. the softmax
-* target tokens) + attention (QK^T and AV, 12 * len_q * len_k * hidden per layer and
-example, full square matrices as computed, causal mask not discounted). Embedding
-look-ups, norms, biases and the optimizer update are not counted.
+Columns. ratio = tokens/s of the t2t Trainer row / tokens/s of this row (same model
+and precision): < 1 means t2t is slower. MFU = model FLOP/s / dense matmul FLOP/s
+measured here with TensorFlow (2048 x 2048; float32 for float32 rows, bfloat16 for
+bfloat16 rows; the best of several measurements, as the machine may be shared). Model
+FLOPs per step = 6 * (encoder matmul weights * source tokens + decoder matmul weights
+incl. the softmax * target tokens) + attention (QK^T and AV: 12 * len_q * len_k *
+hidden per layer and example, full square matrices as computed, the causal mask not
+discounted); embedding look-ups, norms, biases and the optimizer are not counted.
+cores = process CPU time / wall time during the timed steps (2.0 on an idle 2-core
+machine; much lower means other processes took the CPU and the row is unreliable).
 
-Each precision runs in a fresh subprocess of this module (the Keras dtype policy is
-process-wide), and torch in another one (it never imports TensorFlow). Steps are timed
-one by one after `warmup` steps (the first one traces); throughput is total tokens /
-total time of the timed steps. The vocabulary (default 8192) is that of the synthetic
-problem and of the torch model.
+Method. Each precision runs in a fresh subprocess of this module (the Keras dtype
+policy is process-wide). In it, per model, the three paths are built, warmed up
+(WARMUP steps; the first traces), then timed in interleaved rounds (a few steps of
+each path in turn, order rotating) so that background load hits them alike;
+throughput = tokens / time summed over the timed steps.
+
+Vocabulary: 12 by default, algorithmic_reverse_decimal40's (10 digits, padding, EOS).
+A larger one (--vocab 8192) currently hits a t2t performance bug:
+`SymbolModality.top` computes the logits with `tf.einsum("...h,vh->...v")`, whose
+gradient in TensorFlow 2.21 materializes a [vocab, hidden, batch, length] tensor
+(vocab 8192, hidden 128, 32 x 64: 8.6 GB; ~30 s a step for transformer_tiny, out of
+memory for transformer_small). `--matmul-top` replaces that method in the benchmark's
+processes with the same product as `tf.tensordot` (a 2-D matmul), to show what a fix
+gives; the default measures t2t as it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -60,10 +80,14 @@ from t2t.problems import algorithmic, text_encoder
 
 MODELS = ("transformer_tiny", "transformer_small", "transformer_base")
 PRECISIONS = ("float32", "bfloat16")
-PATHS = ("t2t Trainer", "bare tf.function", "torch nn.Transformer")
-# Timed steps per model (after warmup): full run, --quick.
-STEPS = {"transformer_tiny": (40, 15), "transformer_small": (20, 8), "transformer_base": (8, 3)}
+TRAINER, BARE, TORCH = "t2t Trainer", "bare tf.function", "torch nn.Transformer"
+PATHS = (TRAINER, BARE, TORCH)
+# Timed steps per path: (full run, --quick).
+STEPS = {"transformer_tiny": (40, 10), "transformer_small": (20, 5), "transformer_base": (6, 2)}
 WARMUP = 2  # steps before timing (the first one traces the tf.function)
+ROUNDS = 4  # interleaved rounds the timed steps are split into
+
+Step = Callable[[], tuple[float, float]]  # one training step -> (examples, tokens)
 
 
 # --------------------------------------------------------------------------- data
@@ -72,11 +96,10 @@ class BenchReverse(algorithmic.AlgorithmicReverseDecimal40):
     over a vocabulary of `vocab_size` ids."""
 
     registered_name = "bench_reverse_fixed"
-    train_size = 4096
     dev_size = 32
     train_shards = 1
 
-    def __init__(self, vocab_size: int = 8192, length: int = 64, train_size: int = 4096):
+    def __init__(self, vocab_size: int = 12, length: int = 64, train_size: int = 4096):
         super().__init__()
         self.num_symbols = vocab_size - text_encoder.NUM_RESERVED_TOKENS
         self.train_length = self.dev_length = length - 1
@@ -146,29 +169,52 @@ def model_flops(hp: HParams, vocab_size: int, batch: int, src_len: int, tgt_len:
 
 
 # ------------------------------------------------------------------------- timing
-def time_steps(step: Callable[[], tuple[float, float]], steps: int, warmup: int = WARMUP) -> dict[str, float]:
-    """Runs `warmup` then `steps` calls of `step` (returning (examples, tokens) and
-    finished when it returns); throughput over the timed calls."""
-    start = time.perf_counter()
-    for _ in range(max(warmup, 1)):
-        step()
-    warmup_s = time.perf_counter() - start
-    times, examples, tokens = [], 0.0, 0.0
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        e, t = step()
-        times.append(time.perf_counter() - t0)
-        examples, tokens = examples + e, tokens + t
-    total = sum(times)
-    return {
-        "steps": steps,
-        "step_ms": 1000 * total / steps,
-        "median_step_ms": 1000 * statistics.median(times),
-        "tokens_per_s": tokens / total,
-        "examples_per_s": examples / total,
-        "tokens_per_step": tokens / steps,
-        "warmup_s": warmup_s,
-    }
+def time_interleaved(steps_by_path: dict[str, Step], steps: int, warmup: int = WARMUP,
+                     rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+    """Warms up each path (`warmup` calls, at least one), then times `steps` calls of
+    each, split into `rounds` interleaved rounds (the order rotating each round).
+    A step returns (examples, tokens) once its work is finished."""
+    names = list(steps_by_path)
+    stats = {n: {"times": [], "cpu": 0.0, "wall": 0.0, "examples": 0.0, "tokens": 0.0}
+             for n in names}
+    for name in names:
+        start = time.perf_counter()
+        for _ in range(max(warmup, 1)):
+            steps_by_path[name]()
+        stats[name]["warmup_s"] = time.perf_counter() - start
+    rounds = max(1, min(rounds, steps))
+    for r in range(rounds):
+        count = steps // rounds + (1 if r < steps % rounds else 0)
+        for name in names[r % len(names):] + names[: r % len(names)]:
+            s, step = stats[name], steps_by_path[name]
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for _ in range(count):
+                t0 = time.perf_counter()
+                e, t = step()
+                s["times"].append(time.perf_counter() - t0)
+                s["examples"] += e
+                s["tokens"] += t
+            s["cpu"] += time.process_time() - cpu0
+            s["wall"] += time.perf_counter() - wall0
+    results = {}
+    for name, s in stats.items():
+        total = sum(s["times"])
+        results[name] = {
+            "steps": len(s["times"]),
+            "step_ms": 1000 * total / len(s["times"]),
+            "median_step_ms": 1000 * statistics.median(s["times"]),
+            "tokens_per_s": s["tokens"] / total,
+            "examples_per_s": s["examples"] / total,
+            "tokens_per_step": s["tokens"] / len(s["times"]),
+            "cores": s["cpu"] / s["wall"],
+            "warmup_s": s["warmup_s"],
+        }
+    return results
+
+
+def time_steps(step: Step, steps: int, warmup: int = WARMUP) -> dict[str, float]:
+    """`time_interleaved` of one path."""
+    return time_interleaved({"step": step}, steps, warmup, rounds=1)["step"]
 
 
 def tf_threads() -> int:
@@ -179,14 +225,15 @@ def tf_threads() -> int:
     return configured or len(os.sched_getaffinity(0))
 
 
-def measure_matmul(size: int = 2048, dtype: str = "float32", seconds: float = 2.0,
+def measure_matmul(size: int = 2048, dtype: str = "float32", seconds: float = 1.0,
                    repeats: int = 3) -> float:
-    """Dense matmul FLOP/s of TensorFlow here: best of `repeats` runs of ~seconds/repeats."""
+    """Dense [size, size] matmul FLOP/s of TensorFlow here: the best of `repeats` runs
+    of about seconds / repeats each."""
     import tensorflow as tf
 
     a = tf.cast(tf.random.normal([size, size]), dtype)
     b = tf.cast(tf.random.normal([size, size]), dtype)
-    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y)[0, :1], tf.float32)))
+    matmul = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)))
     matmul(a, b).numpy()
     best = 0.0
     for _ in range(repeats):
@@ -216,11 +263,28 @@ class _policy:
         keras.mixed_precision.set_global_policy(self.previous)
 
 
-def measure_trainer(problem: BenchReverse, data_dir: str, output_dir: str, hparams_set: str,
-                    batch: int, length: int, steps: int, warmup: int = WARMUP,
-                    precision: str = "float32", hparams_overrides: str = "") -> dict[str, float]:
-    """Throughput of t2t's Trainer: `_train_step` on its own input pipeline's batches,
-    with the per-step host work of `Trainer.train` (no logging, no checkpoints)."""
+def patch_matmul_top() -> None:
+    """Makes `SymbolModality.top` a 2-D matmul (`tf.tensordot`) in this process: the
+    same logits, without the [vocab, hidden, batch, length] tensor of the einsum's
+    gradient (see the module doc). For `--matmul-top` only."""
+    import tensorflow as tf
+
+    from t2t.layers import modalities
+
+    def top(self, body_output):
+        weights = self.embedding if self.share_softmax else self.softmax_weights
+        weights = tf.cast(weights, body_output.dtype)
+        return tf.tensordot(body_output, weights, axes=[[body_output.shape.rank - 1], [1]])
+
+    modalities.SymbolModality.top = top
+
+
+# -------------------------------------------------------------------------- paths
+def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_set: str,
+                 batch: int, length: int, precision: str = "float32",
+                 hparams_overrides: str = "") -> Step:
+    """A step of t2t's Trainer: `_train_step` on its own input pipeline's batches, with
+    the per-step host work of `Trainer.train` (no logging, no checkpoints)."""
     from t2t.trainer.trainer import Trainer, TrainerConfig
 
     hp = model_hparams(hparams_set, batch, length, hparams_overrides)
@@ -230,7 +294,6 @@ def measure_trainer(problem: BenchReverse, data_dir: str, output_dir: str, hpara
     )
     with _policy("float32"):  # the Trainer sets the mixed policy itself; restored after
         trainer = Trainer(problem, "transformer", hp, data_dir, output_dir, config)
-    shapes = set()
 
     def step() -> tuple[float, float]:
         loss, _, counts = trainer._train_step(trainer.train_iterator)
@@ -239,18 +302,13 @@ def measure_trainer(problem: BenchReverse, data_dir: str, output_dir: str, hpara
         examples, tokens = counts.numpy().tolist()
         return examples, tokens
 
-    shapes.add(tuple(trainer.train_iterator.element_spec["inputs"].shape))
-    result = time_steps(step, steps, warmup)
-    result["batch_shape"] = str(sorted(shapes))
-    del trainer
-    return result
+    return step
 
 
-def measure_bare(problem_hparams: Any, hparams_set: str, batch: int, length: int, steps: int,
-                 warmup: int = WARMUP, precision: str = "float32",
-                 hparams_overrides: str = "") -> dict[str, float]:
-    """Throughput of the same t2t Transformer in a plain tf.function + GradientTape +
-    keras Adam loop on constant [batch, length] tensors (no strategy, no pipeline)."""
+def bare_step(problem_hparams: Any, hparams_set: str, batch: int, length: int,
+              precision: str = "float32", hparams_overrides: str = "") -> Step:
+    """A step of the same t2t Transformer in a plain tf.function + GradientTape + keras
+    Adam loop on constant [batch, length] tensors (no strategy, no input pipeline)."""
     import keras
     import tensorflow as tf
 
@@ -268,12 +326,8 @@ def measure_bare(problem_hparams: Any, hparams_set: str, batch: int, length: int
         optimizer.build(model.trainable_variables)
     variables = model.trainable_variables
     vocab = problem_hparams.vocab_size["targets"]
-    rng = np.random.default_rng(0)
-    features = {
-        name: tf.constant(rng.integers(text_encoder.NUM_RESERVED_TOKENS, vocab, [batch, length]),
-                          tf.int32)
-        for name in ("inputs", "targets")
-    }
+    ids = np.random.default_rng(0).integers(text_encoder.NUM_RESERVED_TOKENS, vocab, [batch, length])
+    features = {"inputs": tf.constant(ids, tf.int32), "targets": tf.constant(ids[:, ::-1], tf.int32)}
 
     @tf.function
     def train_step(features):
@@ -289,10 +343,9 @@ def measure_bare(problem_hparams: Any, hparams_set: str, batch: int, length: int
         float(train_step(features))
         return float(batch), float(2 * batch * length)
 
-    return time_steps(step, steps, warmup)
+    return step
 
 
-# -------------------------------------------------------------------------- torch
 def torch_available() -> bool:
     try:
         import torch  # noqa: F401
@@ -301,10 +354,9 @@ def torch_available() -> bool:
     return True
 
 
-def measure_torch(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: int, steps: int,
-                  warmup: int = WARMUP, precision: str = "float32",
-                  threads: int | None = None) -> dict[str, float]:
-    """Throughput of torch.nn.Transformer with the same sizes (see the module doc)."""
+def torch_step(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: int,
+               precision: str = "float32", threads: int | None = None) -> Step:
+    """A step of torch.nn.Transformer with the same sizes (see the module doc)."""
     import torch
     from torch import nn
     from torch.nn import functional as F
@@ -312,8 +364,7 @@ def measure_torch(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: 
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(0)
-    d = hp_dims
-    h = d["hidden"]
+    d, h = hp_dims, hp_dims["hidden"]
 
     class Seq2Seq(nn.Module):
         def __init__(self):
@@ -321,11 +372,13 @@ def measure_torch(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: 
             self.embedding = nn.Embedding(vocab_size, h)
             nn.init.normal_(self.embedding.weight, 0.0, h**-0.5)
             self.input_dropout = nn.Dropout(d["dropout"])
-            self.transformer = nn.Transformer(
-                d_model=h, nhead=d["heads"], num_encoder_layers=d["encoder_layers"],
-                num_decoder_layers=d["decoder_layers"], dim_feedforward=d["filter"],
-                dropout=d["dropout"], batch_first=True, norm_first=True,
-            )
+            with warnings.catch_warnings():  # "enable_nested_tensor is True, but ..."
+                warnings.simplefilter("ignore", UserWarning)
+                self.transformer = nn.Transformer(
+                    d_model=h, nhead=d["heads"], num_encoder_layers=d["encoder_layers"],
+                    num_decoder_layers=d["decoder_layers"], dim_feedforward=d["filter"],
+                    dropout=d["dropout"], batch_first=True, norm_first=True,
+                )
             position = torch.arange(length, dtype=torch.float32)[:, None]
             scale = torch.exp(-math.log(1.0e4) * torch.arange(h // 2) / max(h // 2 - 1, 1))
             timing = torch.cat([torch.sin(position * scale), torch.cos(position * scale)], 1)
@@ -347,10 +400,9 @@ def measure_torch(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: 
     model = Seq2Seq().train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(d["beta1"], d["beta2"]),
                                  eps=d["epsilon"])
-    generator = torch.Generator().manual_seed(0)
-    inputs = torch.randint(text_encoder.NUM_RESERVED_TOKENS, vocab_size, (batch, length),
-                           generator=generator)
-    targets = torch.flip(inputs, [1])
+    ids = np.random.default_rng(0).integers(text_encoder.NUM_RESERVED_TOKENS, vocab_size,
+                                            [batch, length])
+    inputs, targets = torch.from_numpy(ids), torch.from_numpy(ids[:, ::-1].copy())
     autocast = precision == "bfloat16"
 
     def step() -> tuple[float, float]:
@@ -364,83 +416,123 @@ def measure_torch(hp_dims: dict[str, Any], vocab_size: int, batch: int, length: 
         loss.item()
         return float(batch), float(2 * batch * length)
 
+    return step
+
+
+# Single-path measurements (the smoke test uses them).
+def measure_trainer(problem, data_dir, output_dir, hparams_set, batch, length, steps,
+                    warmup=WARMUP, precision="float32", hparams_overrides="") -> dict[str, float]:
+    step = trainer_step(problem, data_dir, output_dir, hparams_set, batch, length, precision,
+                        hparams_overrides)
+    return time_steps(step, steps, warmup)
+
+
+def measure_bare(problem_hparams, hparams_set, batch, length, steps, warmup=WARMUP,
+                 precision="float32", hparams_overrides="") -> dict[str, float]:
+    step = bare_step(problem_hparams, hparams_set, batch, length, precision, hparams_overrides)
+    return time_steps(step, steps, warmup)
+
+
+def measure_torch(hp_dims, vocab_size, batch, length, steps, warmup=WARMUP,
+                  precision="float32", threads=None) -> dict[str, float]:
+    step = torch_step(hp_dims, vocab_size, batch, length, precision, threads)
     result = time_steps(step, steps, warmup)
+    import torch
+
     result["threads"] = torch.get_num_threads()
     return result
 
 
 # ------------------------------------------------------------------------ workers
-def _worker_tf(args: argparse.Namespace) -> dict[str, Any]:
+def _matmul_peaks(size: int) -> dict[str, float]:
+    return {dtype: measure_matmul(size, dtype) for dtype in PRECISIONS}
+
+
+def _worker(args: argparse.Namespace) -> dict[str, Any]:
+    """One precision: every model's paths, interleaved; matmul peaks before and after."""
     import tensorflow as tf
 
-    out: dict[str, Any] = {"rows": [], "threads": tf_threads(), "tf": tf.__version__}
-    problem = make_problem(args.vocab, args.length, os.path.join(args.tmp, "data"))
+    if args.matmul_top:
+        patch_matmul_top()
+    threads = tf_threads()
+    out: dict[str, Any] = {"rows": [], "threads": threads, "tf": tf.__version__,
+                           "torch": None, "matmul_flops": _matmul_peaks(args.matmul_size)}
+    with_torch = args.torch and torch_available()
+    if with_torch:
+        import torch
+
+        out["torch"] = torch.__version__
     data_dir = os.path.join(args.tmp, "data")
-    if args.precision == "float32":
-        out["matmul_flops"] = {
-            dtype: measure_matmul(args.matmul_size, dtype) for dtype in ("float32", "bfloat16")
-        }
-        print(f"[matmul {args.matmul_size}] " + ", ".join(
-            f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in out["matmul_flops"].items()), flush=True)
+    problem = make_problem(args.vocab, args.length, data_dir)
     for name in args.models.split(","):
-        steps = args.steps_for[name]
         output_dir = tempfile.mkdtemp(prefix=f"{name}-{args.precision}-", dir=args.tmp)
-        for path in PATHS[:2]:
-            if path == "t2t Trainer":
-                r = measure_trainer(problem, data_dir, output_dir, name, args.batch, args.length,
-                                    steps, precision=args.precision)
-            else:
-                r = measure_bare(problem.hparams(data_dir), name, args.batch, args.length, steps,
-                                 precision=args.precision)
+        paths = {
+            TRAINER: trainer_step(problem, data_dir, output_dir, name, args.batch, args.length,
+                                  args.precision),
+            BARE: bare_step(problem.hparams(data_dir), name, args.batch, args.length,
+                            args.precision),
+        }
+        if with_torch:
+            paths[TORCH] = torch_step(dims(model_hparams(name, args.batch, args.length)),
+                                      args.vocab, args.batch, args.length, args.precision, threads)
+        steps = args.steps_for[name]
+        for path, r in time_interleaved(paths, steps).items():
             r.update(model=name, path=path, precision=args.precision)
             out["rows"].append(r)
             print(f"[{args.precision}] {name:<17} {path:<20} {r['step_ms']:9.1f} ms/step "
-                  f"{r['tokens_per_s']:10,.0f} tokens/s ({steps} steps, warmup "
-                  f"{r['warmup_s']:.1f}s)", flush=True)
+                  f"{r['tokens_per_s']:10,.0f} tokens/s, {r['cores']:.2f} cores ({steps} steps; "
+                  f"warm-up {r['warmup_s']:.1f}s)", flush=True)
+        del paths
+        gc.collect()  # ends the Trainer's input pipeline before the next model
+    later = _matmul_peaks(args.matmul_size)
+    out["matmul_flops"] = {k: max(v, later[k]) for k, v in out["matmul_flops"].items()}
+    print(f"[{args.precision}] matmul {args.matmul_size}: " + ", ".join(
+        f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in out["matmul_flops"].items()), flush=True)
     return out
 
 
-def _worker_torch(args: argparse.Namespace) -> dict[str, Any]:
-    import torch
-
-    out: dict[str, Any] = {"rows": [], "torch": torch.__version__}
-    for name in args.models.split(","):
-        steps = args.steps_for[name]
-        hp_dims = dims(model_hparams(name, args.batch, args.length))
-        for precision in PRECISIONS:
-            r = measure_torch(hp_dims, args.vocab, args.batch, args.length, steps,
-                              precision=precision, threads=args.threads)
-            r.update(model=name, path=PATHS[2], precision=precision)
-            out["rows"].append(r)
-            print(f"[{precision}] {name:<17} {PATHS[2]:<20} {r['step_ms']:9.1f} ms/step "
-                  f"{r['tokens_per_s']:10,.0f} tokens/s ({steps} steps, {r['threads']} threads)",
-                  flush=True)
-    return out
+_NOISE = re.compile(
+    r"^(WARNING: All log messages before absl|I0000 |E0000 .*cuInit|W0000 .*cuda)"
+)
 
 
-def _run_worker(kind: str, precision: str, args: argparse.Namespace, models: list[str],
-                steps_for: dict[str, int], threads: int | None) -> dict[str, Any]:
-    result = os.path.join(args.tmp, f"{kind}-{precision}.json")
+def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
+                steps_for: dict[str, int], with_torch: bool) -> dict[str, Any]:
+    result = os.path.join(args.tmp, f"{precision}.json")
     command = [
-        sys.executable, "-m", "benchmarks.training", "--worker", kind, "--precision", precision,
+        sys.executable, "-m", "benchmarks.training", "--worker", "--precision", precision,
         "--tmp", args.tmp, "--out", result, "--models", ",".join(models),
         "--steps-json", json.dumps(steps_for), "--vocab", str(args.vocab),
         "--batch", str(args.batch), "--length", str(args.length),
-        "--matmul-size", str(args.matmul_size), "--threads", str(threads or 0),
-    ]
+        "--matmul-size", str(args.matmul_size),
+    ] + (["--matmul-top"] if args.matmul_top else []) + ([] if with_torch else ["--no-torch"])
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    subprocess.run(command, check=True, env=env, cwd=root)
+    process = subprocess.Popen(command, env=env, cwd=root, stderr=subprocess.PIPE, text=True)
+    stderr: list[str] = []
+
+    def relay() -> None:  # TensorFlow's start-up chatter is dropped, the rest is shown
+        for line in process.stderr:
+            stderr.append(line)
+            if not _NOISE.match(line):
+                sys.stderr.write(line)
+
+    relay_thread = threading.Thread(target=relay, daemon=True)
+    relay_thread.start()
+    code = process.wait()
+    relay_thread.join()
+    if code:
+        raise RuntimeError(f"The {precision} worker failed ({code}):\n{''.join(stderr[-40:])}")
     with open(result) as f:
         return json.load(f)
 
 
 # --------------------------------------------------------------------------- main
 def _table(rows: list[dict[str, Any]]) -> str:
-    header = (f"{'model':<17}  {'path':<20}  {'precision':<9}  {'tokens/s':>10}  "
-              f"{'examples/s':>10}  {'step ms':>9}  {'ratio':>6}  {'MFU':>6}")
+    header = (f"{'model':<17}  {'path':<20}  {'precision':<9}  {'tokens/s':>9}  "
+              f"{'examples/s':>10}  {'step ms':>8}  {'ratio':>5}  {'MFU':>6}  {'cores':>5}")
     lines = [header, "-" * len(header)]
     previous = None
     for r in rows:
@@ -449,11 +541,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
         previous = r["model"]
         ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
         lines.append(
-            f"{r['model']:<17}  {r['path']:<20}  {r['precision']:<9}  {r['tokens_per_s']:>10,.0f}  "
-            f"{r['examples_per_s']:>10,.1f}  {r['step_ms']:>9.1f}  {ratio:>6}  "
-            f"{100 * r['mfu']:>5.1f}%"
+            f"{r['model']:<17}  {r['path']:<20}  {r['precision']:<9}  {r['tokens_per_s']:>9,.0f}  "
+            f"{r['examples_per_s']:>10,.1f}  {r['step_ms']:>8.1f}  {ratio:>5}  "
+            f"{100 * r['mfu']:>5.1f}%  {r['cores']:>5.2f}"
         )
     return "\n".join(lines)
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -463,58 +559,57 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--steps", type=int, default=None, help="timed steps for every model")
     parser.add_argument("--batch", type=int, default=32, help="examples per batch")
     parser.add_argument("--length", type=int, default=64, help="source = target tokens")
-    parser.add_argument("--vocab", type=int, default=8192, help="vocabulary size")
+    parser.add_argument("--vocab", type=int, default=12, help="vocabulary size")
     parser.add_argument("--matmul-size", type=int, default=2048)
-    parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch rows")
+    parser.add_argument("--no-torch", dest="torch", action="store_false",
+                        help="skip the PyTorch rows")
     parser.add_argument("--no-bf16", action="store_true", help="skip the bfloat16 rows")
-    parser.add_argument("--worker", choices=("tf", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--matmul-top", action="store_true",
+                        help="patch SymbolModality.top to a 2-D matmul (see the module doc)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="float32", help=argparse.SUPPRESS)
     parser.add_argument("--tmp", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--steps-json", help=argparse.SUPPRESS)
-    parser.add_argument("--threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker:
         args.steps_for = json.loads(args.steps_json)
-        out = _worker_tf(args) if args.worker == "tf" else _worker_torch(args)
+        out = _worker(args)
         with open(args.out, "w") as f:
             json.dump(out, f)
         return out
 
     start = time.perf_counter()
     models = args.models.split(",") if args.models else list(MODELS[:2] if args.quick else MODELS)
-    steps_for = {m: args.steps or STEPS.get(m, (10, 4))[1 if args.quick else 0] for m in models}
+    steps_for = {m: args.steps or STEPS.get(m, (10, 3))[1 if args.quick else 0] for m in models}
     precisions = ["float32"] if args.no_bf16 else list(PRECISIONS)
-    with_torch = not args.no_torch and torch_available()
+    with_torch = args.torch and torch_available()
     print(f"Training throughput, batch {args.batch} x {args.length} source + {args.length} "
           f"target tokens, vocab {args.vocab}, {os.cpu_count()} CPUs; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}.", flush=True)
+          f"{_load()} at the start.", flush=True)
+    if args.torch and not with_torch:
+        print("torch is not installed: the torch rows are skipped "
+              "(pip install torch==2.13.0 into the venv to get them).", flush=True)
 
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         args.tmp = tmp
-        tf_results = {p: _run_worker("tf", p, args, models, steps_for, None) for p in precisions}
-        first = tf_results["float32"] if "float32" in tf_results else next(iter(tf_results.values()))
-        threads = first["threads"]
-        for result in tf_results.values():
-            rows += result["rows"]
-        torch_version = None
-        if with_torch:
-            torch_result = _run_worker("torch", "all", args, models, steps_for, threads)
-            torch_version = torch_result["torch"]
-            rows += [r for r in torch_result["rows"] if r["precision"] in precisions]
-    peak = first.get("matmul_flops", {})
+        results = [_run_worker(p, args, models, steps_for, with_torch) for p in precisions]
+    peak = {k: max(r["matmul_flops"][k] for r in results) for k in PRECISIONS}
+    for result in results:
+        rows += result["rows"]
+    threads, tf_version, torch_version = results[0]["threads"], results[0]["tf"], results[0]["torch"]
 
     for r in rows:
         hp = create_hparams(r["model"])
         r["model_flops"] = model_flops(hp, args.vocab, args.batch, args.length, args.length)
         r["model_flops_per_s"] = r["model_flops"] / (r["step_ms"] / 1000)
-        r["mfu"] = r["model_flops_per_s"] / peak.get(r["precision"], math.inf)
+        r["mfu"] = r["model_flops_per_s"] / peak[r["precision"]]
         t2t = [x for x in rows if x["model"] == r["model"] and x["precision"] == r["precision"]
-               and x["path"] == PATHS[0]]
+               and x["path"] == TRAINER]
         r["ratio"] = t2t[0]["tokens_per_s"] / r["tokens_per_s"] if t2t else None
-    order = {(m, p, q): i for i, (m, p, q) in enumerate(
+    order = {key: i for i, key in enumerate(
         (m, p, q) for m in models for p in precisions for q in PATHS)}
     rows.sort(key=lambda r: order[(r["model"], r["precision"], r["path"])])
 
@@ -522,21 +617,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print()
     print(_table(rows))
     print()
-    print(f"ratio: t2t Trainer tokens/s / this row's (same model and precision); > 1: t2t is "
-          f"faster. Tokens: non-padding inputs + targets ({2 * args.batch * args.length} per step).")
+    print(f"Batch {args.batch} x {args.length} source + {args.length} target tokens (no "
+          f"padding: {2 * args.batch * args.length} tokens a step), vocab {args.vocab}; timed "
+          f"steps per path {steps_for}, after {WARMUP} warm-up steps, in {ROUNDS} interleaved "
+          f"rounds.")
+    print("ratio: t2t Trainer tokens/s / this row's (same model and precision); < 1: t2t is "
+          "slower.")
     print("MFU: model FLOP/s (6 x matmul weights x tokens + attention QK^T/AV, full square) / "
-          "TensorFlow's dense matmul FLOP/s here: " + ", ".join(
+          "TensorFlow's dense matmul here, best measured: " + ", ".join(
               f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in peak.items())
           + f" ({args.matmul_size}x{args.matmul_size}).")
-    print(f"Steps timed per model: {steps_for} after {WARMUP} warm-up steps; TensorFlow "
-          f"{first['tf']} with {threads} intra-op threads; "
-          + (f"torch {torch_version} with set_num_threads({threads})." if with_torch else
-             "torch rows skipped: " + ("--no-torch." if args.no_torch else
-                                       "torch is not installed (pip install torch==2.13.0).")))
-    print(f"Took {elapsed:.0f}s; load average now "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    print("cores: CPU time / wall time of the process in the timed steps (about "
+          f"{threads} when it had the machine to itself).")
+    print(f"TensorFlow {tf_version} with {threads} intra-op threads; " + (
+        f"torch {torch_version} with set_num_threads({threads})." if with_torch else
+        "torch rows skipped: " + ("--no-torch." if not args.torch else
+                                  "torch is not installed (pip install torch==2.13.0).")))
+    print("Softmax top: " + ("PATCHED to tf.tensordot (--matmul-top), not t2t as it is."
+                             if args.matmul_top else "t2t's own (tf.einsum)."))
+    print(f"Took {elapsed:.0f}s; load average {_load()} at the end.")
     return {"rows": rows, "matmul_flops": peak, "steps": steps_for, "seconds": elapsed,
-            "threads": threads, "torch": torch_version}
+            "threads": threads, "tensorflow": tf_version, "torch": torch_version}
 
 
 if __name__ == "__main__":

@@ -515,16 +515,24 @@ def markdown_table(report: dict[str, Any]) -> str:
 
 
 def replace_block(text: str, block: str) -> str:
-    """`text` with what lies between the results markers replaced by `block`."""
-    begin, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
-    if begin < 0 or end < 0 or end < begin:
+    """`text` with the lines between the results marker lines replaced by `block`.
+
+    The markers count only as lines of their own (a mention inside prose is ignored).
+    """
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.strip() == BEGIN_MARKER]
+    ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
+    if not begins or not ends or ends[0] < begins[0]:
         raise RegressionError(
             f"the README has no results block: add a line {BEGIN_MARKER} and, below it, a "
             f"line {END_MARKER} where the table goes")
-    if text.count(BEGIN_MARKER) > 1 or text.count(END_MARKER) > 1:
+    if len(begins) > 1 or len(ends) > 1:
         raise RegressionError("the README has more than one results block")
-    head = text[: begin + len(BEGIN_MARKER)]
-    return f"{head}\n{block.strip()}\n{text[end:]}"
+    begin, end = begins[0], ends[0]
+    head = "".join(lines[: begin + 1])
+    if not head.endswith("\n"):
+        head += "\n"
+    return head + block.strip() + "\n" + "".join(lines[end:])
 
 
 # ---------------------------------------------------------------------- commands
@@ -589,7 +597,8 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
                 result.status, result.reason = FAIL, "interrupted"
                 results.append(result)
                 write_report(report_path, results, machine, selection=selection,
-                             hardware=sorted(hardware), started=started, interrupted=True)
+                             hardware=sorted(hardware), started=started, interrupted=True,
+                             trainer_args=args.trainer_arg)
                 print(f"\nInterrupted during {case.name}; partial report: {report_path}",
                       file=sys.stderr)
                 return 130

@@ -1,7 +1,7 @@
 """gin-config for runtime settings.
 
 What gin configures: the settings objects of the pipeline and the binaries
-(`InputConfig` of the input pipeline; `fetch` retries/timeout of downloads; the
+(`InputConfig` of the input pipeline; `DownloadConfig` retries/timeout of downloads; the
 trainer's and decoder's settings as they land). Model hyperparameters stay registered
 Python functions returning HParams (override them with --hparams). Every binary
 accepts --gin_file and --gin_param and writes what was bound next to its outputs.

@@ -218,11 +218,19 @@ def parse_problem_name(name: str) -> tuple[str, bool]:
 def problem(name: str) -> Any:
     """A Problem instance by name; the `_rev` suffix swaps inputs and targets."""
     base, was_reversed = parse_problem_name(name)
+    if base.startswith("tfds_") and base not in _problems:
+        from t2t.problems import tfds_adapter  # any TFDS data set: tfds_<name>[__<config>]
+
+        return tfds_adapter.tfds_problem(base, was_reversed=was_reversed)
     return _problems.get(base)(was_reversed=was_reversed)
 
 
 def problem_class(name: str) -> type:
     """The registered Problem class (without `_rev` handling)."""
+    if name.startswith("tfds_") and name not in _problems:
+        from t2t.problems import tfds_adapter
+
+        return tfds_adapter.tfds_problem_class(name)
     return _problems.get(name)
 
 

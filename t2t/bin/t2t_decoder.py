@@ -171,9 +171,9 @@ def main(argv: list[str]) -> None:
                 os.path.join("~", "t2t_train", problem_name, f"{model_name}-{hparams_set}"))
         data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
         dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
+        checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         problem = registry.problem(problem_name)
         registry.model(model_name)
-        checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
         decoder = decoder_lib.Decoder(problem, model, data_dir, dhp)
         if FLAGS.decode_interactive:

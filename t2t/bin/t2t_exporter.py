@@ -1,15 +1,158 @@
-"""t2t-exporter: not implemented yet (arrives with the "inference and serving" issue)."""
+"""t2t-exporter: export a trained model as a SavedModel for TF Serving.
+
+  t2t-exporter --output_dir=RUN --decode_hparams="beam_size=4,alpha=0.6"
+  saved_model_cli run --dir RUN/export/<version> --signature_def serving_default \\
+      --input_exprs 'inputs=["1 0 1 1"]'
+
+Writes EXPORT_DIR/<unix timestamp>/ (default EXPORT_DIR: OUTPUT_DIR/export) with the
+signatures "serving_default" (raw text in, decoded text and scores out; image problems:
+encoded image bytes in, class names out) and "serve_tf_example" (serialized
+tf.train.Examples with int64 "inputs" ids in, ids and scores out; stock TF ops only).
+The decode settings are fixed at export. Before the version directory appears, a fresh
+process that imports only TensorFlow decodes dev examples with the SavedModel and must
+agree with t2t's own decoding of the checkpoint (--skip_parity_check skips it).
+--problem, --model, --hparams_set and --hparams default to the run's (run.json,
+hparams.json in --output_dir). SentencePiece problems need tensorflow-text, here and in
+the serving process (`import tensorflow_text`); --ids_only leaves the text signature out.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+
+from absl import app, flags
+
+from t2t.bin import common_flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("problem", None, "Registered problem name (default: the run's, from "
+                    "OUTPUT_DIR/run.json).")
+flags.DEFINE_string("model", None, "Registered model name (default: the run's).")
+flags.DEFINE_string("hparams_set", None, "Registered hparams set (default: the run's "
+                    "resolved hparams, OUTPUT_DIR/hparams.json).")
+flags.DEFINE_string("hparams", "", "Overrides, e.g. 'num_heads=2' (as at training).")
+flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary and the dev examples "
+                    "of the parity check (default: $T2T_DATA_DIR or ~/t2t_data).")
+flags.DEFINE_string("output_dir", None, "The training run (default: "
+                    "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).")
+flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
+                    "(its latest); default: the latest in --output_dir.")
+flags.DEFINE_string("export_dir", None, "Where the versioned SavedModels go (default: "
+                    "OUTPUT_DIR/export).")
+flags.DEFINE_string("decode_hparams", "", "Decoding settings fixed in the export, e.g. "
+                    "'beam_size=4,alpha=0.6,extra_length=50,return_beams=False,temperature=0,"
+                    "top_k=0,top_p=1,max_input_length=0'.")
+flags.DEFINE_bool("skip_parity_check", False, "Do not verify the export against t2t's own "
+                  "decoding in a fresh process.")
+flags.DEFINE_bool("ids_only", False, "Leave out the text signature (no in-graph tokenizer): "
+                  "serving_default is then the tf.Example signature.")
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _resolve_run(output_dir: str | None):
+    """(problem, model, hparams_set, hparams) from the flags, else the run's records."""
+    from t2t.hparams.basic import create_hparams
+    from t2t.hparams.hparams import HParams
+
+    run = (_read_json(os.path.join(output_dir, "run.json")) if output_dir else None) or {}
+    problem = FLAGS.problem or run.get("problem")
+    model = FLAGS.model or run.get("model")
+    hparams_set, hparams = FLAGS.hparams_set, None
+    if hparams_set:
+        hparams = create_hparams(hparams_set, FLAGS.hparams)
+    elif output_dir:
+        recorded = _read_json(os.path.join(output_dir, "hparams.json"))
+        if recorded is not None:
+            hparams = HParams(**recorded).parse(FLAGS.hparams)
+            hparams_set = run.get("hparams_set") or "hparams"
+    missing = [f"--{name}" for name, value in
+               (("problem", problem), ("model", model), ("hparams_set", hparams)) if not value]
+    if missing:
+        where = (f" ({output_dir} holds no run.json/hparams.json naming them)"
+                 if output_dir else "")
+        common_flags.fail(f"{', '.join(missing)} required{where}: give them, or the "
+                          f"--output_dir of a training run.")
+    return problem, model, hparams_set, hparams
+
+
+def _print_signatures(version_dir: str) -> None:
+    from t2t.serving import export as export_lib
+
+    with open(os.path.join(version_dir, "assets.extra", export_lib.EXPORT_INFO_FILE),
+              encoding="utf-8") as f:
+        info = json.load(f)
+    print("Signatures:")
+    for name, signature in sorted(info["signatures"].items()):
+        show = lambda specs: ", ".join(  # noqa: E731
+            f"{k}: {v['dtype']}{v['shape']}" for k, v in sorted(specs.items()))
+        print(f"  {name}: ({show(signature['inputs'])}) -> ({show(signature['outputs'])})")
+    if info.get("needs_tensorflow_text"):
+        print("The text signature uses tensorflow_text ops: `import tensorflow_text` before "
+              "loading (TF Serving includes them).")
+    parity = info.get("parity")
+    if parity:
+        print(f"Parity check passed on {parity['examples']} decodes"
+              f"{' (sampling: outputs not compared)' if parity['sampling'] else ''}.")
+    else:
+        print("Parity check skipped.")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
+    try:
+        if not common_flags.setup():
+            return
+    except (ValueError, OSError) as e:
+        common_flags.fail(str(e))
+    from t2t import registry
+    from t2t.decoding import decoder as decoder_lib
+    from t2t.hparams.hparams import HParamsError
+    from t2t.problems import problem as problem_lib
+    from t2t.serving import export as export_lib
+
+    try:
+        output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
+        problem_name, model_name, hparams_set, hparams = _resolve_run(output_dir)
+        if output_dir is None:
+            output_dir = os.path.expanduser(
+                os.path.join("~", "t2t_train", problem_name, f"{model_name}-{hparams_set}"))
+        data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
+        dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
+        problem = registry.problem(problem_name)
+        registry.model(model_name)
+        checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
+        export_dir = os.path.expanduser(FLAGS.export_dir or os.path.join(output_dir, "export"))
+        print(f"Exporting {model_name} on {problem_name} from {checkpoint} "
+              f"({dhp.to_string()}) to {export_dir}", flush=True)
+        version_dir = export_lib.export(
+            problem, model_name, hparams, data_dir, checkpoint, export_dir, dhp,
+            parity_check=not FLAGS.skip_parity_check, text_signature=not FLAGS.ids_only,
+        )
+        print(f"Exported: {version_dir}")
+        _print_signatures(version_dir)
+        sys.stdout.flush()
+    except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
+            decoder_lib.DecodeError, export_lib.ExportError, FileNotFoundError,
+            ImportError) as e:
+        common_flags.fail(str(e))
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 def run() -> None:
     """Console-script entry point."""
-    sys.stderr.write("t2t-exporter: not implemented yet; it arrives with the inference and serving work. "
-                     "See README.md.\n")
-    sys.exit(2)
+    app.run(main)
 
 
 if __name__ == "__main__":

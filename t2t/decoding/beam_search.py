@@ -12,7 +12,8 @@ Scores are log-probabilities divided by the length penalty ((5 + length) / 6) **
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import tensorflow as tf
 

@@ -130,24 +130,30 @@ class DecodeResult:
 
 
 # ---------------------------------------------------------------- the model
+def _no_checkpoint(path: str, why: str = "") -> DecodeError:
+    return DecodeError(
+        f"no checkpoint in {path}{why}: train first with t2t-trainer --output_dir={path} ... "
+        f"or pass --checkpoint_path (a run directory or a prefix such as DIR/ckpt-1000)"
+    )
+
+
 def resolve_checkpoint(checkpoint_path: str) -> str:
     """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
+    path = os.path.expanduser(checkpoint_path)
+    if "://" not in path:  # a local path: say what is missing without starting TensorFlow
+        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "checkpoint")):
+            raise _no_checkpoint(path)
+        if not os.path.exists(path) and not os.path.exists(path + ".index"):
+            raise _no_checkpoint(path, " (no such directory or checkpoint prefix)")
     import tensorflow as tf
 
-    path = os.path.expanduser(checkpoint_path)
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         latest = tf.train.latest_checkpoint(path)
         if not latest:
-            raise DecodeError(
-                f"no checkpoint in {path}: train first with t2t-trainer --output_dir={path} "
-                f"... or pass --checkpoint_path"
-            )
+            raise _no_checkpoint(path)
         return latest
     if not tf.io.gfile.exists(path + ".index"):
-        raise DecodeError(
-            f"no checkpoint {path!r} (no {os.path.basename(path)}.index): train first with "
-            f"t2t-trainer, or pass --checkpoint_path=DIR_OR_PREFIX such as DIR/ckpt-1000"
-        )
+        raise _no_checkpoint(path, f" (no {os.path.basename(path)}.index)")
     return path
 
 

@@ -19,6 +19,11 @@ from t2t.registry import close_matches
 _SCALAR_TYPES = (bool, int, float, str, type(None))
 
 
+def _a(type_name: str) -> str:
+    """'an int', 'a float': the type name with its article, for messages."""
+    return ("an " if type_name[0] in "aeiou" else "a ") + type_name
+
+
 class HParamsError(ValueError):
     """A bad hyperparameter name, value or override string."""
 
@@ -103,7 +108,7 @@ def _cast(name: str, text: str, like: Any) -> Any:
     except ValueError:
         pass
     raise HParamsError(
-        f"hparam {name!r} is a {kind} (current value {like!r}); cannot set it to {text!r}."
+        f"hparam {name!r} is {_a(kind)} (current value {like!r}); cannot set it to {text!r}."
     )
 
 
@@ -118,7 +123,7 @@ def _cast_value(name: str, value: Any, like: Any) -> Any:
         return list(value)
     if isinstance(like, bool) != isinstance(value, bool):
         raise HParamsError(
-            f"hparam {name!r} is a {type(like).__name__} (current value {like!r}); got "
+            f"hparam {name!r} is {_a(type(like).__name__)} (current value {like!r}); got "
             f"{value!r}."
         )
     if isinstance(like, float) and isinstance(value, int):
@@ -129,7 +134,7 @@ def _cast_value(name: str, value: Any, like: Any) -> Any:
         raise HParamsError(f"hparam {name!r} is an int; got the float {value!r}.")
     if type(like) is not type(value) and not (isinstance(like, str) and isinstance(value, str)):
         raise HParamsError(
-            f"hparam {name!r} is a {type(like).__name__} (current value {like!r}); got "
+            f"hparam {name!r} is {_a(type(like).__name__)} (current value {like!r}); got "
             f"{type(value).__name__} {value!r}."
         )
     return value
@@ -239,7 +244,7 @@ class HParams:
                 )
             if current is not None and not isinstance(current, list):
                 raise HParamsError(
-                    f"hparam {name!r} is a {type(current).__name__}, not a list; got {text!r}."
+                    f"hparam {name!r} is {_a(type(current).__name__)}, not a list; got {text!r}."
                 )
             items = _split_top_level(text[1:-1])
             like = current[0] if current else None

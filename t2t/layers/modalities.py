@@ -128,6 +128,11 @@ class ClassLabelModality(Modality):
     def bottom(self, x, training=None):
         return self.embedding(tf.reshape(tf.cast(x, tf.int32), [-1, 1]))
 
+    def targets_bottom(self, x, training=None):
+        # A classifier never reads its label: zeros, so no unused embedding is trained
+        # (Tensor2Tensor's class_label_targets_bottom does the same).
+        return tf.zeros([tf.shape(x)[0], 1, self.hidden_size], self.compute_dtype)
+
     def top(self, body_output):
         # Average over every axis between batch and depth (time, or height and width).
         rank = len(body_output.shape)

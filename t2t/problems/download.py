@@ -340,14 +340,22 @@ def _copy_local(src: str, partial: str, chunk_size: int) -> None:
         raise DownloadError(f"copy failed: {e}") from e
 
 
-@gin.configurable(denylist=["resource", "directory", "mirror"])
+@gin.configurable
+@dataclasses.dataclass
+class DownloadConfig:
+    """Defaults of `fetch`, settable with gin (`DownloadConfig.retries = 5`)."""
+
+    retries: int = 3
+    timeout: float = 60.0  # seconds
+
+
 def fetch(
     resource: Resource,
     directory: str,
     mirror: str | None = None,
     *,
-    retries: int = 3,
-    timeout: float = 60.0,
+    retries: int | None = None,
+    timeout: float | None = None,
     progress: bool = True,
     chunk_size: int = 1 << 20,
 ) -> str:
@@ -358,8 +366,9 @@ def fetch(
       directory: where the file is kept (created if needed).
       mirror: URL prefix or local folder tried before the canonical URL; defaults to
         the T2T_DATA_MIRROR environment variable.
-      retries: retries per HTTP source after the first attempt (transient errors only).
-      timeout: socket timeout in seconds.
+      retries: retries per HTTP source after the first attempt (transient errors only);
+        default DownloadConfig.retries.
+      timeout: socket timeout in seconds; default DownloadConfig.timeout.
       progress: whether to print progress lines to stderr.
       chunk_size: bytes per read.
 
@@ -384,7 +393,13 @@ def fetch(
         mirror = os.environ.get(MIRROR_ENV_VAR) or None
     failures: list[str] = []
     checksum_failed = False
-    opts = _Options(retries, timeout, progress, chunk_size)
+    defaults = DownloadConfig()
+    opts = _Options(
+        defaults.retries if retries is None else retries,
+        defaults.timeout if timeout is None else timeout,
+        progress,
+        chunk_size,
+    )
     for description, location, is_local in _sources(resource, mirror):
         logging.info("Fetching %s from %s", name, description)
         # At most two rounds: a resumed partial that fails verification is refetched once.

@@ -102,3 +102,12 @@ def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
     losses = _losses(result.stdout)
     assert max(losses) == 20 and sum(list(losses.values())[-5:]) < sum(list(losses.values())[:5])
     assert os.path.exists(tmp_path / "mirrored" / "ckpt-20.index")
+
+
+def test_xla_and_bfloat16(data_dir, tmp_path):
+    result = _run(_args(data_dir, tmp_path / "fast", "--train_steps=6", "--save_checkpoints_steps=6",
+                        "--local_eval_frequency=6", "--xla_compile", "--mixed_precision=bfloat16"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = _losses(result.stdout)
+    assert max(losses) == 6 and all(0 < loss < 10 for loss in losses.values())
+    assert "eval step 6: accuracy" in result.stdout

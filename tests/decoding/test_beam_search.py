@@ -1,14 +1,13 @@
 """Tests of beam search and greedy decoding, and of the Transformer's cached decoder."""
 
 import itertools
-import math
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from t2t import registry
-from t2t.decoding import beam_search, greedy
+from t2t.decoding import beam_search
 from t2t.hparams.basic import create_hparams
 from t2t.problems.problem import ProblemHParams
 from t2t.trainer.trainer import dummy_features
@@ -57,14 +56,6 @@ def test_length_penalty_and_tiling():
     assert float(beam_search.length_penalty(7, 0.0)) == 1.0
     tiled = beam_search.tile_beams(tf.constant([[1, 2], [3, 4]]), 3)
     assert tiled.numpy().tolist() == [[1, 2]] * 3 + [[3, 4]] * 3
-
-
-def test_greedy_follows_argmax_and_stops_at_eos():
-    ids, score = greedy.greedy_or_sample(markov_step, {"dummy": tf.zeros([1, 1])}, tf.constant(1), 6,
-                                         eos_id=EOS)
-    # 0 -> 2 (0.5) -> 1=EOS (0.5): then zeros.
-    assert ids.numpy().tolist() == [[2, 1, 0, 0, 0, 0]]
-    assert float(score[0]) == pytest.approx(math.log(0.5) * 2, rel=1e-5)
 
 
 @pytest.fixture(scope="module")

@@ -63,7 +63,7 @@ def test_create_hparams_applies_overrides():
 def test_create_hparams_errors():
     with pytest.raises(HParamsError, match="Unknown hparam 'batch_sise'.*batch_size"):
         basic.create_hparams("basic_params1", "batch_sise=1024")
-    with pytest.raises(HParamsError, match="'batch_size' is a int"):
+    with pytest.raises(HParamsError, match="'batch_size' is an int"):
         basic.create_hparams("basic_params1", "batch_size=big")
     with pytest.raises(registry.UnknownNameError, match="basic_params1"):
         basic.create_hparams("basic_params", "")

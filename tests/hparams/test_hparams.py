@@ -148,7 +148,7 @@ def test_list_items_are_type_checked():
 def test_scalar_for_a_list_and_list_for_a_scalar_are_refused():
     with pytest.raises(HParamsError, match=r"'d' is a list .*\[a,b,...\]"):
         make().parse("d=5")
-    with pytest.raises(HParamsError, match="'a' is a int, not a list"):
+    with pytest.raises(HParamsError, match="'a' is an int, not a list"):
         make().parse("a=[1,2]")
 
 
@@ -283,11 +283,11 @@ def test_set_hparam_type_checks():
         hp.set_hparam("a", 1.5)
     with pytest.raises(HParamsError, match="'c' is a str .* got int 1"):
         hp.set_hparam("c", 1)
-    with pytest.raises(HParamsError, match="'a' is a int"):
+    with pytest.raises(HParamsError, match="'a' is an int"):
         hp.set_hparam("a", "1")
     with pytest.raises(HParamsError, match="'flag' is a bool"):
         hp.set_hparam("flag", 1)
-    with pytest.raises(HParamsError, match="'a' is a int"):
+    with pytest.raises(HParamsError, match="'a' is an int"):
         hp.set_hparam("a", True)
     with pytest.raises(HParamsError, match="'d' is a list"):
         hp.set_hparam("d", 3)

@@ -201,7 +201,7 @@ def test_check_against_refuses_an_unknown_name_with_close_matches():
 def test_check_against_refuses_a_range_of_another_type():
     rhp = RangedHParams()
     rhp.set_categorical("num_layers", ["two", "three"])
-    with pytest.raises(HParamsError, match="'num_layers' is a int"):
+    with pytest.raises(HParamsError, match="'num_layers' is an int"):
         rhp.check_against(hparams())
     rhp = RangedHParams()
     rhp.set_float("size", 0.5, 3.0)

@@ -1,0 +1,72 @@
+"""Scores of decoded text against references: ROUGE, for summarization.
+
+`rouge_scores(hypotheses, references)` computes ROUGE-1, ROUGE-2 and ROUGE-L with
+Google's `rouge-score` package (a maintained Python reimplementation of the official
+ROUGE-1.5.5 Perl script, `pip install rouge-score`), and averages each pair's
+precision, recall and F-measure over the corpus, as summarization papers report them
+(ROUGE-1.5.5's "average" model). Scores are on a 0-100 scale, like BLEU's.
+
+The names match the decode-time metric names of `t2t.trainer.metrics`: "rouge_2" and
+"rouge_l" are F-measures (ROUGE-L on the longest common subsequence of the whole
+text, not the per-sentence "summary-level" ROUGE-Lsum).
+
+rouge-score's default tokenizer lower-cases and keeps only ASCII letters and digits,
+so it suits English; `use_stemmer` (on by default, as ROUGE-1.5.5's `-m` option that
+summarization results are usually computed with) applies NLTK's Porter stemmer, which
+needs no data download.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# rouge-score's type name -> the name reported here.
+ROUGE_TYPES = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l"}
+
+
+def rouge_scores(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    *,
+    use_stemmer: bool = True,
+    tokenizer: Any = None,
+) -> dict[str, float]:
+    """Mean ROUGE-1/2/L of line-aligned hypotheses and references, 0-100.
+
+    Returns {"rouge_1", "rouge_2", "rouge_l": mean F-measures, the same names with
+    "_p" / "_r" appended: mean precisions / recalls, "count": number of pairs}.
+    An empty hypothesis scores 0 against its reference.
+
+    Raises:
+      ValueError: the two lists differ in length or are empty.
+      ImportError: rouge-score is not installed.
+    """
+    hypotheses, references = list(hypotheses), list(references)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{len(hypotheses)} hypotheses but {len(references)} references: they must be "
+            "aligned, one per example."
+        )
+    if not hypotheses:
+        raise ValueError("no hypotheses to score")
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as e:
+        raise ImportError(
+            "ROUGE needs Google's rouge-score package: pip install rouge-score"
+        ) from e
+    scorer = rouge_scorer.RougeScorer(
+        list(ROUGE_TYPES), use_stemmer=use_stemmer, tokenizer=tokenizer
+    )
+    sums = {f"{name}{part}": 0.0 for name in ROUGE_TYPES.values() for part in ("", "_p", "_r")}
+    for hypothesis, reference in zip(hypotheses, references, strict=True):
+        scores = scorer.score(reference, hypothesis)  # (target, prediction)
+        for rouge_type, name in ROUGE_TYPES.items():
+            score = scores[rouge_type]
+            sums[name] += score.fmeasure
+            sums[f"{name}_p"] += score.precision
+            sums[f"{name}_r"] += score.recall
+    result = {key: 100.0 * value / len(hypotheses) for key, value in sums.items()}
+    result["count"] = float(len(hypotheses))
+    return result

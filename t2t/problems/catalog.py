@@ -1,0 +1,95 @@
+"""The README's table of registered problems, generated from the registry.
+
+    python -m t2t.problems.catalog            # print the markdown table
+    python -m t2t.problems.catalog --write README.md   # replace the marked block
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from t2t import registry
+
+BEGIN, END = "<!-- problems:begin -->", "<!-- problems:end -->"
+
+
+def _modalities(problem) -> str:
+    try:
+        hp = problem.hparams(None)
+        inputs = hp.modality.get("inputs")
+        targets = hp.modality.get("targets")
+        return f"{inputs} -> {targets}" if inputs else f"{targets} (language model)"
+    except Exception:  # text problems need their vocabulary to say their sizes
+        names = [c.__name__ for c in type(problem).__mro__]
+        if "Text2SelfProblem" in names:
+            return "symbol (language model)"
+        if "Text2ClassProblem" in names:
+            return "symbol -> class_label"
+        if "Image2TextProblem" in names:
+            return "image -> symbol"
+        if "TfdsProblem" in names or problem.name.startswith("tfds_"):
+            return "from the TFDS features"
+        return "symbol -> symbol"
+
+
+def _vocab(problem) -> str:
+    vocab_type = getattr(problem, "vocab_type", None)
+    if vocab_type == "subword":
+        return f"SentencePiece ~{problem.approx_vocab_size}"
+    if vocab_type:
+        return vocab_type
+    if hasattr(problem, "num_symbols"):
+        return f"{problem.num_symbols} symbols"
+    return "-"
+
+
+def _summary(problem) -> str:
+    doc = (type(problem).__doc__ or "").strip().split("\n")[0]
+    return doc.replace("|", "/")
+
+
+def markdown_table() -> str:
+    """One row per registered problem: modalities, vocabulary, splits, metrics."""
+    rows = ["| problem | modalities | vocabulary | splits (shards) | metrics | data |",
+            "|---|---|---|---|---|---|"]
+    for name in registry.list_problems():
+        problem = registry.problem(name)
+        splits = ", ".join(f"{s.name} ({s.shards})" for s in problem.splits)
+        metrics = ", ".join(problem.eval_metrics())
+        rows.append(f"| `{name}` | {_modalities(problem)} | {_vocab(problem)} | {splits} | "
+                    f"{metrics} | {_summary(problem)} |")
+    return "\n".join(rows)
+
+
+def replace_block(text: str, block: str) -> str:
+    """`text` with the lines between the problems markers replaced by `block`."""
+    lines = text.split("\n")
+    if lines.count(BEGIN) != 1 or lines.count(END) != 1:
+        raise ValueError(f"Expected one {BEGIN!r} line and one {END!r} line.")
+    start, end = lines.index(BEGIN), lines.index(END)
+    return "\n".join(lines[: start + 1] + [block] + lines[end:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", metavar="README", help="replace the marked block in this file")
+    args = parser.parse_args(argv)
+    table = markdown_table()
+    if not args.write:
+        print(table)
+        return 0
+    with open(args.write, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        text = replace_block(text, table)
+    except ValueError as e:
+        sys.stderr.write(f"error: {e} ({args.write})\n")
+        return 1
+    with open(args.write, "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

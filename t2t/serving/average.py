@@ -1,0 +1,197 @@
+"""Checkpoint averaging: the mean of the model weights of a run's last N checkpoints.
+
+    path = average_checkpoints("RUN", "RUN_AVG", n=8)   # RUN_AVG/ckpt-<newest step>
+
+Every floating-point variable of the model (checkpoint keys under "model/") is averaged
+(in float64, then cast back to its dtype); other model variables (integer states) are
+copied from the newest checkpoint. The result is a model-only checkpoint with the same
+object structure as the trainer's, written by a tf.train.CheckpointManager at the newest
+checkpoint's step, so t2t-decoder and t2t-exporter read it with --output_dir=RUN_AVG
+(or --checkpoint_path); run.json and hparams.json are copied along. The optimizer and
+input position are not carried over: the average is for decoding and export, not for
+resuming training.
+
+No model is built: the structure is read from the checkpoint's object graph, so any
+model (and any problem) can be averaged without its data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from typing import Any
+
+import numpy as np
+from absl import logging
+
+MODEL_KEY = "model"
+COPIED_FILES = ("run.json", "hparams.json", "operative_config.gin", "flags.txt")
+AVERAGE_INFO_FILE = "averaged.json"
+_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
+class AverageError(ValueError):
+    """Checkpoints that cannot be averaged (none, or not of the same model)."""
+
+
+def checkpoint_step(path: str) -> int | None:
+    match = re.search(r"-(\d+)$", path)
+    return int(match.group(1)) if match else None
+
+
+def last_checkpoints(model_dir: str, n: int) -> list[str]:
+    """The newest `n` checkpoint prefixes of a run, oldest first (fewer, with a warning,
+    when fewer exist); AverageError if there are none."""
+    import tensorflow as tf
+
+    if n < 1:
+        raise AverageError(f"n={n}: average at least 1 checkpoint.")
+    model_dir = os.path.expanduser(model_dir)
+    state = tf.train.get_checkpoint_state(model_dir)
+    paths = []
+    if state is not None:
+        for path in state.all_model_checkpoint_paths or [state.model_checkpoint_path]:
+            if not os.path.isabs(path):
+                path = os.path.join(model_dir, path)
+            if tf.io.gfile.exists(path + ".index"):
+                paths.append(path)
+    if not paths:
+        raise AverageError(
+            f"no checkpoint in {model_dir}: train first with t2t-trainer "
+            f"--output_dir={model_dir} ..., or give the --model_dir of a training run."
+        )
+    paths.sort(key=lambda p: (checkpoint_step(p) is None, checkpoint_step(p) or 0))
+    if len(paths) < n:
+        logging.warning("%s holds %d checkpoint(s), fewer than n=%d: averaging those.",
+                        model_dir, len(paths), n)
+    return paths[-n:]
+
+
+def _object_graph(reader: Any) -> Any:
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
+    return graph
+
+
+def _model_tree(graph: Any) -> dict[str, Any]:
+    """The "model" subtree: {local name: checkpoint key (a variable) or subtree}."""
+    nodes = graph.nodes
+    model_ids = [c.node_id for c in nodes[0].children if c.local_name == MODEL_KEY]
+    if not model_ids:
+        raise AverageError("the checkpoint holds no model (no 'model' object).")
+
+    def tree(node_id: int, seen: frozenset) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for child in nodes[node_id].children:
+            if child.node_id in seen:
+                continue
+            node = nodes[child.node_id]
+            values = [a.checkpoint_key for a in node.attributes if a.name == "VARIABLE_VALUE"]
+            if values:
+                out[child.local_name] = values[0]
+            elif node.children:
+                out[child.local_name] = tree(child.node_id, seen | {child.node_id})
+        return out
+
+    return tree(model_ids[0], frozenset(model_ids))
+
+
+def _keys(tree: dict[str, Any]) -> list[str]:
+    keys = []
+    for value in tree.values():
+        keys.extend(_keys(value) if isinstance(value, dict) else [value])
+    return keys
+
+
+def _holder_class():
+    import tensorflow as tf
+
+    class Holder(tf.Module):
+        """A trackable whose checkpoint children are exactly `nodes` (names as given)."""
+
+        def __init__(self, nodes: dict[str, Any]):
+            super().__init__()
+            self._holder_nodes = nodes
+
+        def _trackable_children(self, save_type="checkpoint", **kwargs):
+            return dict(self._holder_nodes)
+
+    return Holder
+
+
+def average_values(paths: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(the newest checkpoint's model tree, {checkpoint key: averaged value})."""
+    import tensorflow as tf
+
+    readers = [tf.train.load_checkpoint(p) for p in paths]
+    newest = readers[-1]
+    tree = _model_tree(_object_graph(newest))
+    keys = _keys(tree)
+    if not keys:
+        raise AverageError(f"{paths[-1]} holds a model without variables.")
+    shapes = newest.get_variable_to_shape_map()
+    values: dict[str, np.ndarray] = {}
+    for key in keys:
+        latest = np.asarray(newest.get_tensor(key))
+        if not np.issubdtype(latest.dtype, np.floating) and latest.dtype.name not in (
+                "bfloat16", "float16"):
+            values[key] = latest
+            continue
+        total = np.zeros(latest.shape, np.float64)
+        for path, reader in zip(paths, readers, strict=True):
+            if not reader.has_tensor(key):
+                raise AverageError(f"{path} lacks {key}: are the checkpoints of one run?")
+            value = np.asarray(reader.get_tensor(key))
+            if list(value.shape) != list(shapes[key]):
+                raise AverageError(
+                    f"{key} has shape {list(value.shape)} in {path} but {list(shapes[key])} "
+                    f"in {paths[-1]}: are the checkpoints of one run?"
+                )
+            total += value.astype(np.float64)
+        values[key] = (total / len(paths)).astype(latest.dtype)
+    return tree, values
+
+
+def average_checkpoints(model_dir: str, output_dir: str, n: int = 8) -> str:
+    """Averages the last `n` checkpoints of `model_dir` into `output_dir`; returns the
+    written checkpoint prefix (output_dir/ckpt-<newest step>)."""
+    import tensorflow as tf
+
+    model_dir = os.path.abspath(os.path.expanduser(model_dir))
+    output_dir = os.path.abspath(os.path.expanduser(output_dir))
+    if model_dir == output_dir:
+        raise AverageError(
+            "--output_dir must differ from --model_dir (the trainer resumes from the latest "
+            "checkpoint of its run; the average would be taken for one)."
+        )
+    paths = last_checkpoints(model_dir, n)
+    tree, values = average_values(paths)
+    Holder = _holder_class()
+
+    def build(subtree: dict[str, Any]):
+        return Holder({
+            name: build(value) if isinstance(value, dict)
+            else tf.Variable(values[value], trainable=False)
+            for name, value in subtree.items()
+        })
+
+    root = build(tree)
+    os.makedirs(output_dir, exist_ok=True)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(**{MODEL_KEY: root}), output_dir,
+                                         max_to_keep=1)
+    step = checkpoint_step(paths[-1])
+    written = manager.save(checkpoint_number=step)
+    for name in COPIED_FILES:
+        source = os.path.join(model_dir, name)
+        if os.path.isfile(source):
+            shutil.copyfile(source, os.path.join(output_dir, name))
+    with open(os.path.join(output_dir, AVERAGE_INFO_FILE), "w", encoding="utf-8") as f:
+        json.dump({"model_dir": model_dir, "checkpoints": paths, "n": len(paths),
+                   "variables": len(values)}, f, indent=2)
+        f.write("\n")
+    logging.info("Averaged %d checkpoints of %s into %s.", len(paths), model_dir, written)
+    return written

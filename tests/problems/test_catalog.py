@@ -1,0 +1,28 @@
+"""The README's problem table is generated from the registry."""
+
+import pytest
+
+from t2t import registry
+from t2t.problems import catalog
+
+
+def test_table_lists_every_problem():
+    table = catalog.markdown_table()
+    for name in registry.list_problems():
+        assert f"| `{name}` |" in table
+    assert "| `algorithmic_reverse_binary40_test` | symbol -> symbol | 2 symbols | train (1), dev (1) |" in table
+    assert "image -> class_label" in table and "symbol (language model)" in table
+
+
+def test_replace_block():
+    text = f"a\n{catalog.BEGIN}\nold\n{catalog.END}\nb"
+    assert catalog.replace_block(text, "new") == f"a\n{catalog.BEGIN}\nnew\n{catalog.END}\nb"
+    with pytest.raises(ValueError, match="Expected one"):
+        catalog.replace_block("no markers", "x")
+
+
+def test_readme_block_is_up_to_date():
+    with open("README.md", encoding="utf-8") as f:
+        readme = f.read()
+    assert catalog.replace_block(readme, catalog.markdown_table()) == readme, (
+        "README.md's problem table is stale: run python -m t2t.problems.catalog --write README.md")

@@ -1,0 +1,415 @@
+"""Tests of the regression suite's case table and runner, with a fake trainer (no
+training: each test takes milliseconds)."""
+
+import json
+import math
+import os
+import sys
+
+import pytest
+
+from regression import runner
+from regression.cases import CASES, CPU_2CORE, FASHION_MNIST_MIRROR, Case, by_name, validate
+from regression.runner import FAIL, PASS, SKIP, CaseResult, Registered
+
+REGISTERED = Registered(
+    problems=frozenset({"algorithmic_reverse_binary40_test", "algorithmic_addition_binary40_test",
+                        "image_fashion_mnist", "translate_ende_wmt32k"}),
+    models=frozenset({"transformer", "resnet", "shake_shake"}),
+    hparams_sets=frozenset({"transformer_tiny", "transformer_base", "transformer_big",
+                            "resnet_tiny_cpu", "shake_shake_quick", "shakeshake_big"}),
+)
+
+
+def _case(name="good", problem="algorithmic_reverse_binary40_test", metric="accuracy",
+          band=(0.5, 1.0), **kwargs):
+    fields = dict(model="transformer", hparams_set="transformer_tiny", train_steps=100,
+                  trainer_flags={"local_eval_frequency": 50, "eval_steps": 0})
+    fields.update(kwargs)
+    return Case(name=name, problem=problem, metric=metric, band=band, **fields)
+
+
+# ---------------------------------------------------------------------- the case table
+def test_case_table_is_sane():
+    assert validate(CASES) == []
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+    assert [c for c in CASES if c.quick], "the quick subset is empty"
+    for case in CASES:
+        low, high = case.band
+        assert low <= high and not math.isnan(low) and not math.isnan(high), case.name
+        assert case.expected_minutes > 0 and case.measured_on, case.name
+    table = by_name()
+    assert table["transformer_tiny_reverse"].metric == "accuracy_per_sequence"
+    assert table["transformer_tiny_reverse"].band == (0.90, 1.0)
+    assert table["transformer_tiny_reverse_quick"].quick
+    assert table["resnet_fashion_mnist"].data_mirror == FASHION_MNIST_MIRROR
+    assert table["transformer_big_ende"].hardware != CPU_2CORE
+    assert table["shake_shake_cifar10"].problem == "image_cifar10"
+
+
+def test_validate_reports_bad_tables():
+    errors = validate([
+        _case("a", band=(0.9, 0.1)), _case("a"), _case("b", strategy="warp_drive"),
+        _case("c", band=(0.5, 1.5)),
+    ])
+    text = "\n".join(errors)
+    assert "duplicate case name 'a'" in text
+    assert "band low 0.9 > high 0.1" in text
+    assert "unknown strategy 'warp_drive'" in text
+    assert "c: an accuracy band must lie within [0, 1]" in text
+    assert "quick subset would be empty" in text
+
+
+def test_trainer_and_datagen_args():
+    table = by_name()
+    args = table["transformer_tiny_reverse"].trainer_args()
+    assert args[:5] == ["--problem=algorithmic_reverse_binary40_test", "--model=transformer",
+                        "--hparams_set=transformer_tiny",
+                        "--hparams=learning_rate_warmup_steps=400", "--train_steps=2000"]
+    assert "--local_eval_frequency=500" in args and "--eval_steps=0" in args
+    assert "--cpu_devices=2" in table["transformer_tiny_reverse_mirrored"].trainer_args()
+    assert "--worker_gpu=8" in table["transformer_big_ende"].trainer_args()
+    assert not any(a.startswith("--hparams=") for a in table["resnet_fashion_mnist"].trainer_args())
+    assert table["resnet_fashion_mnist"].datagen_args() == [
+        "--problem=image_fashion_mnist", f"--data_mirror={FASHION_MNIST_MIRROR}"]
+
+    datagen, trainer = runner.case_commands(table["transformer_tiny_reverse"], "/out",
+                                            ["--random_seed=3"])
+    assert datagen[0].endswith("t2t-datagen") or datagen[-1] == "t2t.bin.t2t_datagen" or \
+        "t2t_datagen" in " ".join(datagen)
+    assert "--data_dir=/out/data" in datagen and "--progress=false" in datagen
+    assert trainer[-3:] == ["--data_dir=/out/data", "--output_dir=/out/transformer_tiny_reverse",
+                            "--random_seed=3"]
+
+
+# ------------------------------------------------------------------- skips and bands
+def test_skip_reasons(tmp_path):
+    hardware = {CPU_2CORE}
+    assert runner.skip_reasons(_case(), hardware, REGISTERED) == []
+
+    reasons = runner.skip_reasons(by_name()["shake_shake_cifar10"], hardware, REGISTERED)
+    assert any("needs 1xGPU" in r for r in reasons)
+    assert "problem 'image_cifar10' not registered" in reasons
+    # Available hardware, still unregistered: skipped for that reason alone.
+    assert runner.skip_reasons(by_name()["shake_shake_cifar10"], {"1xGPU"}, REGISTERED) == [
+        "problem 'image_cifar10' not registered"]
+
+    assert runner.skip_reasons(_case(model="nope", hparams_set="nada"), hardware, REGISTERED) == [
+        "model 'nope' not registered", "hparams set 'nada' not registered"]
+    assert runner.skip_reasons(_case(problem="algorithmic_reverse_binary40_test_rev"),
+                               hardware, REGISTERED) == []
+    assert runner.skip_reasons(_case(strategy="multi_worker_2"), hardware, REGISTERED) == [
+        "strategy multi_worker_2 not supported by t2t-trainer yet"]
+
+    missing = _case(data_mirror=str(tmp_path / "absent"))
+    [reason] = runner.skip_reasons(missing, hardware, REGISTERED)
+    assert reason == f"data mirror {tmp_path / 'absent'} missing"
+    assert runner.skip_reasons(_case(data_mirror=str(tmp_path)), hardware, REGISTERED) == []
+    assert runner.skip_reasons(_case(data_mirror="https://mirror.example/x/"), hardware,
+                               REGISTERED) == []
+    fashion = by_name()["resnet_fashion_mnist"]
+    [reason] = runner.skip_reasons(fashion, hardware, REGISTERED, mirror_exists=lambda p: False)
+    assert "apt-get install dataset-fashion-mnist" in reason
+
+
+def test_parse_hardware(monkeypatch):
+    monkeypatch.delenv(runner.HARDWARE_ENV, raising=False)
+    assert runner.parse_hardware(None) == {CPU_2CORE}
+    assert runner.parse_hardware("cpu-2core, 8xV100,") == {CPU_2CORE, "8xV100"}
+    monkeypatch.setenv(runner.HARDWARE_ENV, "1xGPU")
+    assert runner.parse_hardware(None) == {"1xGPU"}
+
+
+def test_in_band():
+    assert runner.in_band(0.9, (0.9, 1.0)) and runner.in_band(1.0, (0.9, 1.0))
+    assert not runner.in_band(0.8999, (0.9, 1.0))
+    assert not runner.in_band(None, (0.9, 1.0))
+    assert not runner.in_band(float("nan"), (0.0, 1.0))
+
+
+def _judged(evals, returncode=0, **case_kwargs):
+    result = CaseResult.for_case(_case(**case_kwargs))
+    runner.judge(result, evals, returncode)
+    return result
+
+
+def test_judge_uses_the_final_evaluation():
+    evals = [{"step": 50, "accuracy": 0.95, "loss": 1.0}, {"step": 100, "accuracy": 0.7}]
+    result = _judged(evals)
+    assert (result.status, result.value, result.final_step) == (PASS, 0.7, 100)
+    assert result.curve == [(50, 0.95), (100, 0.7)]
+
+    low = _judged(evals, band=(0.8, 1.0))
+    assert low.status == FAIL and low.reason == "accuracy 0.7000 outside [0.80, 1.00]"
+    assert _judged(evals, returncode=1).reason == "t2t-trainer exited with status 1"
+    assert _judged([]).reason == "no evaluation in eval_results.jsonl"
+    missing = _judged(evals, metric="bleu", band=(27.5, 29.5))
+    assert missing.status == FAIL
+    assert missing.reason == "metric 'bleu' not in the final evaluation (it has: accuracy)"
+    short = _judged(evals[:1])
+    assert short.status == FAIL and "final evaluation at step 50" in short.reason
+    assert _judged([{"step": 100, "accuracy": float("nan")}]).status == FAIL
+
+
+def test_read_eval_results_ignores_a_torn_line(tmp_path):
+    (tmp_path / "eval_results.jsonl").write_text('{"step": 1, "accuracy": 0.5}\n{"step": 2, "acc')
+    assert runner.read_eval_results(str(tmp_path)) == [{"step": 1, "accuracy": 0.5}]
+    assert runner.read_eval_results(str(tmp_path / "none")) == []
+
+
+# ---------------------------------------------------------------------------- list
+def test_list_output(capsys, monkeypatch):
+    monkeypatch.delenv(runner.HARDWARE_ENV, raising=False)
+    assert runner.main(["list"], registered=REGISTERED) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line and line[0].isalpha()}
+    for case in CASES:
+        assert case.name in lines, case.name
+    assert lines["transformer_tiny_reverse"].rstrip().endswith("yes")
+    assert "transformer_tiny_reverse_quick *" in out and "quick" in out
+    assert "no: needs 8xV100" in lines["transformer_big_ende"]
+    assert "problem 'image_cifar10' not registered" in lines["shake_shake_cifar10"]
+    assert "[0.90, 1.00]" in lines["transformer_tiny_reverse"]
+    assert "accuracy_per_sequence" in lines["transformer_tiny_reverse"]
+    header = out.splitlines()[0].split()
+    assert header[:4] == ["case", "problem", "model/hparams_set", "steps"]
+
+    runner.main(["list", "--hardware=cpu-2core,8xV100"], registered=REGISTERED)
+    out = capsys.readouterr().out
+    assert "needs 8xV100" not in out and "needs 1xGPU" in out
+
+
+# ------------------------------------------------------------------- run (faked)
+class FakeTrainer:
+    """Stands in for the subprocesses: writes eval_results.jsonl with `values`."""
+
+    def __init__(self, values, returncode=0):
+        self.values = values  # case name -> [(step, {metric: value})]
+        self.returncode = returncode
+        self.commands = []
+
+    def __call__(self, command, log, prefix):
+        self.commands.append(command)
+        print(f"{prefix}fake {os.path.basename(command[0])}")
+        log.write("fake output\n")
+        flags = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
+        if "t2t_trainer" in " ".join(command) or command[0].endswith("t2t-trainer"):
+            output_dir = flags["output_dir"]
+            name = os.path.basename(output_dir)
+            with open(os.path.join(output_dir, "eval_results.jsonl"), "a") as f:
+                for step, metrics in self.values.get(name, []):
+                    f.write(json.dumps({"step": step, **metrics}) + "\n")
+            return self.returncode
+        return 0
+
+
+def _fake_cases(tmp_path):
+    return [
+        _case("good", quick=True),
+        _case("good_same_problem", quick=True),
+        _case("low", problem="algorithmic_addition_binary40_test"),
+        _case("unregistered", problem="image_cifar10"),
+        _case("no_mirror", data_mirror=str(tmp_path / "missing")),
+        _case("gpu_only", hardware="1xGPU"),
+    ]
+
+
+def _values():
+    curve = [(50, {"accuracy": 0.4}), (100, {"accuracy": 0.9})]
+    return {"good": curve, "good_same_problem": curve,
+            "low": [(50, {"accuracy": 0.1}), (100, {"accuracy": 0.2})]}
+
+
+def test_run_full_with_fake_trainer(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    fake = FakeTrainer(_values())
+    output = tmp_path / "out"
+    status = runner.main(["run", "--full", "--output", str(output), "--hardware=cpu-2core"],
+                         cases=_fake_cases(tmp_path), registered=REGISTERED, execute=fake)
+    out = capsys.readouterr().out
+    assert status == 1  # "low" failed
+    assert "matplotlib is not installed: plots are skipped" in out
+    assert "[good] fake t2t-datagen" in out or "[good] fake " in out
+
+    # Datagen once per problem (good and good_same_problem share it), then trainers.
+    datagens = [c for c in fake.commands if "t2t_datagen" in " ".join(c) or
+                c[0].endswith("t2t-datagen")]
+    assert len(datagens) == 2 and len(fake.commands) == 5
+
+    report = json.loads((output / "report.json").read_text())
+    results = {c["name"]: c for c in report["cases"]}
+    assert [c["name"] for c in report["cases"]] == [c.name for c in _fake_cases(tmp_path)]
+    assert results["good"]["status"] == PASS and results["good"]["value"] == 0.9
+    assert results["good"]["curve"] == [[50, 0.4], [100, 0.9]]
+    assert results["good"]["log"] == os.path.join("good", "log.txt")
+    assert (output / "good" / "log.txt").read_text().count("fake output") == 2
+    assert results["low"]["status"] == FAIL and results["low"]["value"] == 0.2
+    assert results["unregistered"]["status"] == SKIP
+    assert results["unregistered"]["reason"] == "problem 'image_cifar10' not registered"
+    assert results["no_mirror"]["status"] == SKIP and "missing" in results["no_mirror"]["reason"]
+    assert results["gpu_only"]["status"] == SKIP and "needs 1xGPU" in results["gpu_only"]["reason"]
+    assert not (output / "unregistered").exists()
+    machine = report["machine"]
+    assert machine["cores"] == os.cpu_count() and machine["cpu"] and machine["date"]
+    assert "tensorflow" in machine and report["selection"] == "full" and report["finished"]
+
+    # The final table: one row per case, then the reasons.
+    table = out[out.index("case   "):]
+    assert "good               accuracy  0.9000  [0.50, 1.00]  PASS" in table
+    assert "low: FAIL - accuracy 0.2000 outside [0.50, 1.00]" in table
+    assert "unregistered: SKIP - problem 'image_cifar10' not registered" in table
+
+
+def test_run_quick_passes_and_starts_over(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "plots_available", lambda: True)
+    plotted = []
+
+    def fake_plot(result, path):
+        plotted.append(result.name)
+        open(path, "wb").close()
+        return path
+
+    monkeypatch.setattr(runner, "plot_curve", fake_plot)
+    output = tmp_path / "out"
+    args = ["run", "--output", str(output)]
+    fake = FakeTrainer(_values())
+    assert runner.main(args, cases=_fake_cases(tmp_path), registered=REGISTERED,
+                       execute=fake) == 0
+    report = json.loads((output / "report.json").read_text())
+    assert [c["name"] for c in report["cases"]] == ["good", "good_same_problem"]
+    assert report["cases"][0]["plot"] == os.path.join("good", "accuracy.png")
+    assert plotted == ["good", "good_same_problem"]
+    # A second run starts each case afresh (eval_results.jsonl is not appended to)...
+    assert runner.main(args, cases=_fake_cases(tmp_path), registered=REGISTERED,
+                       execute=fake) == 0
+    lines = (output / "good" / "eval_results.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    # ... unless --resume.
+    assert runner.main(args + ["--resume"], cases=_fake_cases(tmp_path), registered=REGISTERED,
+                       execute=fake) == 0
+    assert len((output / "good" / "eval_results.jsonl").read_text().splitlines()) == 4
+    capsys.readouterr()
+
+
+def test_run_trainer_failure_and_case_selection(tmp_path, capsys):
+    output = tmp_path / "out"
+    fake = FakeTrainer(_values(), returncode=1)
+    status = runner.main(["run", "--case", "good", "--output", str(output)],
+                         cases=_fake_cases(tmp_path), registered=REGISTERED, execute=fake)
+    assert status == 1
+    [result] = json.loads((output / "report.json").read_text())["cases"]
+    assert result["status"] == FAIL and result["reason"] == "t2t-trainer exited with status 1"
+
+    status = runner.main(["run", "--case", "godo", "--output", str(output)],
+                         cases=_fake_cases(tmp_path), registered=REGISTERED, execute=fake)
+    err = capsys.readouterr().err
+    assert status == 2 and "unknown case godo (did you mean good" in err
+
+
+def test_run_refuses_a_foreign_case_dir(tmp_path, capsys):
+    (tmp_path / "good").mkdir()
+    (tmp_path / "good" / "precious.txt").write_text("mine")
+    status = runner.main(["run", "--case", "good", "--output", str(tmp_path)],
+                         cases=_fake_cases(tmp_path), registered=REGISTERED,
+                         execute=FakeTrainer(_values()))
+    assert status == 2 and "was not written by the regression runner" in capsys.readouterr().err
+    assert (tmp_path / "good" / "precious.txt").exists()
+
+
+def test_dry_run_writes_nothing(tmp_path, capsys):
+    output = tmp_path / "out"
+    status = runner.main(["run", "--full", "--dry-run", "--output", str(output)],
+                         cases=_fake_cases(tmp_path), registered=REGISTERED,
+                         execute=FakeTrainer({}))
+    out = capsys.readouterr().out
+    assert status == 0 and not output.exists()
+    assert "[good] would run" in out and f"--output_dir={output / 'good'}" in out
+    assert "[unregistered] SKIP: problem 'image_cifar10' not registered" in out
+
+
+def test_stream_command_prefixes_and_logs(tmp_path, capsys):
+    log_path = tmp_path / "log.txt"
+    with open(log_path, "w") as log:
+        status = runner.stream_command(
+            [sys.executable, "-c", "import sys; print('one'); print('two', file=sys.stderr); "
+                                   "sys.exit(3)"], log, "[x] ")
+    out = capsys.readouterr().out
+    assert status == 3
+    assert "[x] one\n" in out and "[x] two\n" in out and out.startswith("[x] $ ")
+    assert log_path.read_text().splitlines()[1:] == ["one", "two"]
+
+
+# ------------------------------------------------------------------ report / README
+def _report(tmp_path):
+    fake = FakeTrainer(_values())
+    runner.main(["run", "--full", "--output", str(tmp_path / "out")],
+                cases=_fake_cases(tmp_path), registered=REGISTERED, execute=fake)
+    return str(tmp_path / "out" / "report.json")
+
+
+def test_markdown_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    report_path = _report(tmp_path)
+    capsys.readouterr()
+    assert runner.main(["readme", "--report", report_path]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("Run ") and "TensorFlow" in table
+    assert "| case | problem | model / hparams_set | steps | metric | value | band |" in table
+    assert ("| good | algorithmic_reverse_binary40_test | transformer / transformer_tiny | 100 "
+            "| accuracy | 0.9000 | [0.50, 1.00] | PASS |") in table
+    assert "| SKIP: problem 'image_cifar10' not registered | - |" in table
+
+
+def test_readme_block_replacement(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    report_path = _report(tmp_path)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nBefore.\n\n{runner.BEGIN_MARKER}\nold table\n"
+                      f"{runner.END_MARKER}\n\nAfter.\n")
+    capsys.readouterr()
+    assert runner.main(["readme", "--report", report_path, "--write", str(readme)]) == 0
+    assert "Updated the results block" in capsys.readouterr().out
+    text = readme.read_text()
+    assert "old table" not in text and "| good |" in text
+    assert text.startswith("# Title\n\nBefore.\n\n" + runner.BEGIN_MARKER + "\nRun ")
+    assert text.endswith(runner.END_MARKER + "\n\nAfter.\n")
+    # Idempotent.
+    runner.main(["readme", "--report", report_path, "--write", str(readme)])
+    assert readme.read_text() == text
+
+    bare = tmp_path / "BARE.md"
+    bare.write_text("# No markers\n")
+    assert runner.main(["readme", "--report", report_path, "--write", str(bare)]) == 2
+    err = capsys.readouterr().err
+    assert "has no results block" in err and runner.BEGIN_MARKER in err
+    assert bare.read_text() == "# No markers\n"
+
+    assert runner.main(["readme", "--report", str(tmp_path / "nope.json")]) == 2
+    assert "no report at" in capsys.readouterr().err
+
+
+def test_replace_block_errors():
+    with pytest.raises(runner.RegressionError, match="no results block"):
+        runner.replace_block(f"{runner.END_MARKER}\n{runner.BEGIN_MARKER}\n", "x")
+    with pytest.raises(runner.RegressionError, match="more than one"):
+        runner.replace_block(f"{runner.BEGIN_MARKER}\n{runner.END_MARKER}\n" * 2, "x")
+
+
+def test_empty_block_and_the_projects_readme(tmp_path):
+    empty = f"# R\n\n{runner.BEGIN_MARKER}\n{runner.END_MARKER}\n\n## Next\n"
+    assert runner.replace_block(empty, "| a |\n") == (
+        f"# R\n\n{runner.BEGIN_MARKER}\n| a |\n{runner.END_MARKER}\n\n## Next\n")
+    # The top-level README keeps exactly one results block for `readme --write README.md`.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(runner.__file__)))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert "| a |" in runner.replace_block(text, "| a |")
+
+
+@pytest.mark.slow
+def test_load_registered_reads_t2t_registry():
+    registered = runner.load_registered()
+    assert "transformer" in registered.models
+    assert registered.has_problem("algorithmic_reverse_binary40_test")
+    assert "transformer_tiny" in registered.hparams_sets

@@ -70,13 +70,8 @@ def inspect(problem_name: str, data_dir: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
-    try:
-        if not common_flags.setup():
-            return
-    except (ValueError, OSError) as e:  # bad --gin_param/--gin_file/--t2t_usr_dir
-        common_flags.fail(str(e))
+    if not common_flags.start(argv):
+        return
     if not FLAGS.problem:
         common_flags.fail("--problem is required (see --registry_help for the names).")
     from t2t.problems import problem as problem_lib

@@ -16,7 +16,6 @@ the ones the run in --output_dir recorded (run.json, hparams.json).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -53,41 +52,6 @@ flags.DEFINE_bool("decode_interactive", False, "Read lines from stdin and answer
 flags.DEFINE_integer("eval_steps", 1, "Without --decode_from_file: dev batches to decode "
                      "(<= 0: the whole dev split), printed and written to "
                      "OUTPUT_DIR/decode_dev.{inputs,targets,outputs}.txt.")
-
-
-def _read_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _resolve_run(output_dir: str | None):
-    """(problem, model, hparams_set, hparams) from the flags, else the run's records."""
-    from t2t.hparams.basic import create_hparams
-    from t2t.hparams.hparams import HParams
-
-    run = (_read_json(os.path.join(output_dir, "run.json")) if output_dir else None) or {}
-    problem = FLAGS.problem or run.get("problem")
-    model = FLAGS.model or run.get("model")
-    hparams_set = FLAGS.hparams_set
-    hparams = None
-    if hparams_set:
-        hparams = create_hparams(hparams_set, FLAGS.hparams)
-    elif output_dir:
-        recorded = _read_json(os.path.join(output_dir, "hparams.json"))
-        if recorded is not None:
-            hparams = HParams(**recorded).parse(FLAGS.hparams)
-            hparams_set = run.get("hparams_set") or "hparams"
-    missing = [f"--{name}" for name, value in
-               (("problem", problem), ("model", model), ("hparams_set", hparams)) if not value]
-    if missing:
-        where = (f" ({output_dir} holds no run.json/hparams.json naming them)"
-                 if output_dir else "")
-        common_flags.fail(f"{', '.join(missing)} required{where}: give them, or the "
-                          f"--output_dir of a training run.")
-    return problem, model, hparams_set, hparams
 
 
 def _default_decode_to_file(model: str, hparams_set: str, problem: str, dhp) -> str:
@@ -147,13 +111,8 @@ def _decode_dev(decoder, output_dir: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
-    try:
-        if not common_flags.setup():
-            return
-    except (ValueError, OSError) as e:
-        common_flags.fail(str(e))
+    if not common_flags.start(argv):
+        return
     if FLAGS.decode_reference and not FLAGS.decode_from_file:
         common_flags.fail("--decode_reference scores --decode_from_file's decodes: give both.")
     if FLAGS.decode_interactive and FLAGS.decode_from_file:
@@ -165,10 +124,10 @@ def main(argv: list[str]) -> None:
 
     try:
         output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
-        problem_name, model_name, hparams_set, hparams = _resolve_run(output_dir)
+        problem_name, model_name, hparams_set, hparams = common_flags.resolve_run(
+            output_dir, FLAGS.problem, FLAGS.model, FLAGS.hparams_set, FLAGS.hparams)
         if output_dir is None:
-            output_dir = os.path.expanduser(
-                os.path.join("~", "t2t_train", problem_name, f"{model_name}-{hparams_set}"))
+            output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
         data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
         dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)

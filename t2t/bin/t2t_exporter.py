@@ -51,40 +51,6 @@ flags.DEFINE_bool("ids_only", False, "Leave out the text signature (no in-graph 
                   "serving_default is then the tf.Example signature.")
 
 
-def _read_json(path: str):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _resolve_run(output_dir: str | None):
-    """(problem, model, hparams_set, hparams) from the flags, else the run's records."""
-    from t2t.hparams.basic import create_hparams
-    from t2t.hparams.hparams import HParams
-
-    run = (_read_json(os.path.join(output_dir, "run.json")) if output_dir else None) or {}
-    problem = FLAGS.problem or run.get("problem")
-    model = FLAGS.model or run.get("model")
-    hparams_set, hparams = FLAGS.hparams_set, None
-    if hparams_set:
-        hparams = create_hparams(hparams_set, FLAGS.hparams)
-    elif output_dir:
-        recorded = _read_json(os.path.join(output_dir, "hparams.json"))
-        if recorded is not None:
-            hparams = HParams(**recorded).parse(FLAGS.hparams)
-            hparams_set = run.get("hparams_set") or "hparams"
-    missing = [f"--{name}" for name, value in
-               (("problem", problem), ("model", model), ("hparams_set", hparams)) if not value]
-    if missing:
-        where = (f" ({output_dir} holds no run.json/hparams.json naming them)"
-                 if output_dir else "")
-        common_flags.fail(f"{', '.join(missing)} required{where}: give them, or the "
-                          f"--output_dir of a training run.")
-    return problem, model, hparams_set, hparams
-
-
 def _print_signatures(version_dir: str) -> None:
     from t2t.serving import export as export_lib
 
@@ -108,13 +74,8 @@ def _print_signatures(version_dir: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
-    try:
-        if not common_flags.setup():
-            return
-    except (ValueError, OSError) as e:
-        common_flags.fail(str(e))
+    if not common_flags.start(argv):
+        return
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError
@@ -123,10 +84,10 @@ def main(argv: list[str]) -> None:
 
     try:
         output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
-        problem_name, model_name, hparams_set, hparams = _resolve_run(output_dir)
+        problem_name, model_name, hparams_set, hparams = common_flags.resolve_run(
+            output_dir, FLAGS.problem, FLAGS.model, FLAGS.hparams_set, FLAGS.hparams)
         if output_dir is None:
-            output_dir = os.path.expanduser(
-                os.path.join("~", "t2t_train", problem_name, f"{model_name}-{hparams_set}"))
+            output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
         data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
         dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
         problem = registry.problem(problem_name)

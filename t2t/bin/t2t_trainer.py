@@ -66,9 +66,7 @@ def trainer_config():
 
 
 def default_output_dir() -> str:
-    return os.path.expanduser(
-        os.path.join("~", "t2t_train", FLAGS.problem, f"{FLAGS.model}-{FLAGS.hparams_set}")
-    )
+    return common_flags.default_run_dir(FLAGS.problem, FLAGS.model, FLAGS.hparams_set)
 
 
 def _print_dry_run(problem, hparams, strategy, config, output_dir, data_dir) -> None:
@@ -92,13 +90,8 @@ def _print_dry_run(problem, hparams, strategy, config, output_dir, data_dir) -> 
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
-    try:
-        if not common_flags.setup():
-            return
-    except (ValueError, OSError) as e:
-        common_flags.fail(str(e))
+    if not common_flags.start(argv):
+        return
     missing = [f"--{n}" for n in ("problem", "model", "hparams_set") if not FLAGS[n].value]
     if missing:
         common_flags.fail(f"{', '.join(missing)} required (see --registry_help for the names).")

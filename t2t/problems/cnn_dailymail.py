@@ -45,7 +45,7 @@ from absl import logging
 from t2t import registry
 from t2t.problems import download, problem, text_problems
 from t2t.problems.download import Resource
-from t2t.problems.lm1b import archive_members
+from t2t.problems.translate import archive_members
 
 CNN_STORIES = Resource(
     url="https://drive.google.com/uc?export=download&id=0BwmD_VLjROrfTHk4NFg2SndKcjQ",

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from t2t import registry
 from t2t.problems import problem, text_problems
 from t2t.problems.download import Resource
-from t2t.problems.lm1b import archive_members
+from t2t.problems.translate import archive_members
 
 ACL_IMDB = Resource(
     url="http://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",

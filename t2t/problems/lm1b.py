@@ -25,12 +25,12 @@ both counted with EOS (Tensor2Tensor's 32k vocabulary gave 176,884 / 159,658 = 1
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 
 from t2t import registry
-from t2t.problems import download, extract, problem, text_problems, translate
+from t2t.problems import problem, text_problems
 from t2t.problems.download import Resource
+from t2t.problems.translate import archive_members
 
 LM1B = Resource(
     url=(
@@ -45,27 +45,6 @@ TRAIN_FILES = tuple(
     f"{TOP}/training-monolingual.tokenized.shuffled/news.en-{i:05d}-of-00100" for i in range(1, 100)
 )
 DEV_FILES = (f"{TOP}/heldout-monolingual.tokenized.shuffled/news.en.heldout-00000-of-00050",)
-
-
-def archive_members(
-    resource: Resource, members: Sequence[str], tmp_dir: str, mirror: str | None
-) -> list[str]:
-    """Fetches and extracts `resource` into tmp_dir once; returns the paths of `members`.
-
-    The archive is extracted into `tmp_dir/<archive name without suffix>/`, as
-    `translate.corpus_files` does; a missing member raises FileNotFoundError listing
-    what the archive holds.
-    """
-    archive = download.fetch(resource, tmp_dir, mirror)
-    name = os.path.basename(archive)
-    root = extract.extract(archive, os.path.join(tmp_dir, translate._archive_stem(name)))
-    paths = []
-    for member in members:
-        path = translate._member_path(root, member, name)
-        if not os.path.exists(path):
-            raise translate._missing_member(name, member, root)
-        paths.append(path)
-    return paths
 
 
 def read_lines(path: str) -> Iterator[str]:

@@ -36,7 +36,7 @@ from absl import logging
 from t2t import registry
 from t2t.problems import problem, text_encoder, text_problems
 from t2t.problems.download import Resource
-from t2t.problems.lm1b import archive_members
+from t2t.problems.translate import archive_members
 
 # Unpinned: no recorded size or sha256 exists on this machine (see the docstring).
 PTB = Resource(url="http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz")

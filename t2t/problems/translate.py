@@ -160,6 +160,34 @@ def _missing_member(archive: str, member: str, root: str) -> FileNotFoundError:
     )
 
 
+def archive_members(
+    resource: download.Resource,
+    members: Sequence[str],
+    tmp_dir: str,
+    mirror: str | None = None,
+    *,
+    files_only: bool = False,
+) -> list[str]:
+    """Fetches and extracts `resource` into tmp_dir once; returns the paths of `members`.
+
+    The archive is kept in `tmp_dir`; it is extracted into
+    `tmp_dir/<archive name without suffix>/`, once (a marker records completion). A
+    missing member (with `files_only`, also one that is not a file) raises
+    FileNotFoundError listing what the archive holds.
+    """
+    archive = download.fetch(resource, tmp_dir, mirror)
+    name = os.path.basename(archive)
+    root = extract.extract(archive, os.path.join(tmp_dir, _archive_stem(name)))
+    found = os.path.isfile if files_only else os.path.exists
+    paths = []
+    for member in members:
+        path = _member_path(root, member, name)
+        if not found(path):
+            raise _missing_member(name, member, root)
+        paths.append(path)
+    return paths
+
+
 def corpus_files(
     corpus: ParallelCorpus, tmp_dir: str, mirror: str | None = None
 ) -> tuple[str, str]:
@@ -172,14 +200,7 @@ def corpus_files(
         raise ValueError(
             f"A ParallelCorpus names exactly 2 files (source, target), got {corpus.files!r}."
         )
-    archive = download.fetch(corpus.resource, tmp_dir, mirror)
-    root = extract.extract(archive, os.path.join(tmp_dir, _archive_stem(os.path.basename(archive))))
-    paths = []
-    for member in corpus.files:
-        path = _member_path(root, member, os.path.basename(archive))
-        if not os.path.isfile(path):
-            raise _missing_member(os.path.basename(archive), member, root)
-        paths.append(path)
+    paths = archive_members(corpus.resource, corpus.files, tmp_dir, mirror, files_only=True)
     return paths[0], paths[1]
 
 

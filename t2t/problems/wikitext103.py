@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from t2t import registry
 from t2t.problems import problem, text_problems
 from t2t.problems.download import Resource
-from t2t.problems.lm1b import archive_members
+from t2t.problems.translate import archive_members
 
 # Unpinned: no recorded size or sha256 exists on this machine (see the docstring).
 WIKITEXT_103 = Resource(url="https://wikitext.smerity.com/wikitext-103-v1.zip")

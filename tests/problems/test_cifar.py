@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
-import http.server
 import importlib.util
-import io
 import os
 import pickle
-import tarfile
-import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -19,6 +13,7 @@ import pytest
 
 from t2t import registry
 from t2t.problems import cifar, download, generator_utils, problem
+from tests.helpers.local_http import serve_folder, tar_bytes, write_pinned
 
 TRAIN_PER_BATCH, NUM_TEST = 3, 5  # CIFAR-10: 5 batches of 3; CIFAR-100: 15 in "train"
 NUM_TRAIN = 5 * TRAIN_PER_BATCH
@@ -39,17 +34,6 @@ def _rows(images: np.ndarray) -> np.ndarray:
 
 def _pickle(value: object) -> bytes:
     return pickle.dumps(value, protocol=3)
-
-
-def _tar_gz(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = 0
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 @dataclasses.dataclass
@@ -131,15 +115,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
         (cifar.CIFAR10_ARCHIVE, _cifar10_members(t)),
         (cifar.CIFAR100_ARCHIVE, _cifar100_members(t)),
     ):
-        data = _tar_gz(members)
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
-        t.resources[name] = download.Resource(
-            _dead_url(folder, name),
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            filename=name,
-        )
+        t.resources[name] = write_pinned(folder, name, tar_bytes(members), _dead_url(folder, name))
     return t
 
 
@@ -158,27 +134,8 @@ def tiny_problems(tiny: Tiny, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def http_mirror(tiny: Tiny) -> Iterator[tuple[str, list[str]]]:
-    requested: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            requested.append(self.path)
-            super().do_GET()
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=tiny.folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", requested
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_folder(tiny.folder) as (url, requested):
+        yield url, requested
 
 
 def _shards(data_dir: str) -> list[str]:
@@ -270,7 +227,7 @@ def test_read_batch_checks_the_format(tiny: Tiny, tmp_path) -> None:
     archive = str(tmp_path / "bad.tar.gz")
     with open(archive, "wb") as f:
         f.write(
-            _tar_gz(
+            tar_bytes(
                 {
                     "b/short": _pickle({b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}),
                     "b/labels": _pickle({b"data": np.zeros((2, 3072), np.uint8), b"labels": [0]}),

@@ -9,23 +9,22 @@ files' hashes.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
-import http.server
-import importlib.util
-import io
 import logging
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
-from t2t.problems import cnn_dailymail, download, problem
-from t2t.problems.download import ChecksumError
+from t2t.problems import cnn_dailymail, problem
+from tests.helpers.local_http import (
+    check_real_pin_rejects,
+    pinned,
+    serve_folder,
+    tfds_root,
+    write_tar,
+)
 
 _WORDS = "the minister said on Tuesday that the new bridge will open in the city next year".split()
 
@@ -78,42 +77,23 @@ def _expected(split: str) -> list[tuple[str, str]]:
 def mirror(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mirror"))
     for archive, publisher in (("cnn_stories.tgz", "cnn"), ("dailymail_stories.tgz", "dailymail")):
-        with tarfile.open(os.path.join(folder, archive), "w:gz") as tar:
-            for name in (publisher, f"{publisher}/stories"):
-                info = tarfile.TarInfo(name)
-                info.type, info.mode = tarfile.DIRTYPE, 0o755
-                tar.addfile(info)
-            for url, (pub, raw, _, _) in STORIES.items():
-                if pub != publisher:
-                    continue
-                name = hashlib.sha1(url.encode()).hexdigest() + ".story"
-                data = raw.encode()
-                info = tarfile.TarInfo(f"{publisher}/stories/{name}")
-                info.size, info.mode = len(data), 0o644
-                tar.addfile(info, io.BytesIO(data))
+        members = {
+            f"{publisher}/stories/{hashlib.sha1(url.encode()).hexdigest()}.story": raw.encode()
+            for url, (pub, raw, _, _) in STORIES.items()
+            if pub == publisher
+        }
+        folders = (publisher, f"{publisher}/stories")
+        write_tar(os.path.join(folder, archive), members, folders=folders)
     for name, urls in LISTS.items():
         with open(os.path.join(folder, name), "w") as f:
             f.writelines(u + "\n" for u in urls)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", folder
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder) as (url, _):
+        yield url, folder
 
 
 def _pinned(resource, folder):
-    with open(os.path.join(folder, resource.local_name), "rb") as f:
-        data = f.read()
-    return dataclasses.replace(resource, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    return pinned(resource, os.path.join(folder, resource.local_name))
 
 
 @pytest.fixture()
@@ -199,18 +179,14 @@ RESOURCES = [
 
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.local_name)
 def test_real_pins_reject_a_wrong_file(resource, tmp_path):
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / resource.local_name).write_bytes(b"not the real file")
-    offline = dataclasses.replace(resource, url=f"file://{tmp_path}/gone/{resource.local_name}")
-    with pytest.raises(ChecksumError, match=resource.sha256):
-        download.fetch(offline, str(tmp_path / "dl"), mirror=str(tmp_path / "m"), progress=False)
+    check_real_pin_rejects(resource, tmp_path, b"not the real file")
 
 
 def test_pins_match_tensorflow_datasets():
-    spec = importlib.util.find_spec("tensorflow_datasets")
-    if spec is None or spec.origin is None:
+    root = tfds_root()
+    if root is None:
         pytest.skip("tensorflow_datasets is not installed")
-    path = os.path.join(os.path.dirname(spec.origin), "url_checksums", "cnn_dailymail.txt")
+    path = os.path.join(root, "url_checksums", "cnn_dailymail.txt")
     with open(path) as f:
         recorded = {
             url: (int(size), sha, name)

@@ -4,13 +4,8 @@ layout: 2 classes x 3 images, 3 validation images (no internet, no real data).""
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
-import http.server
 import io
 import os
-import tarfile
-import threading
 import time
 from collections.abc import Iterator
 
@@ -19,6 +14,7 @@ import pytest
 
 from t2t import registry
 from t2t.problems import download, generator_utils, imagenet, problem
+from tests.helpers.local_http import serve_folder, tar_bytes, write_pinned
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -43,13 +39,7 @@ def _encode(colour: tuple[int, int, int], size: tuple[int, int], fmt: str = "JPE
 
 
 def _tar(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), 0
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    return tar_bytes(members, gz=False)  # ImageNet's archives are plain tars
 
 
 @dataclasses.dataclass
@@ -85,14 +75,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
     )
     resources = {}
     for name, data in ((imagenet.TRAIN_ARCHIVE, train), (imagenet.VAL_ARCHIVE, val)):
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
-        resources[name] = download.Resource(
-            "file:///nonexistent/" + name,
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            filename=name,
-        )
+        resources[name] = write_pinned(folder, name, data, "file:///nonexistent/" + name)
     # Round robin: image k of class 0, image k of class 1, ...
     order = [(label, colours[label][k]) for k in range(3) for label in (0, 1)]
     return Tiny(folder, order, val_colours, resources)
@@ -194,31 +177,11 @@ def test_generate_from_local_folder(tiny: Tiny, tiny_problem: None, tmp_path) ->
 
 
 def test_generate_from_http_mirror(tiny: Tiny, tiny_problem: None, tmp_path) -> None:
-    requested: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            requested.append(self.path)
-            super().do_GET()
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=tiny.folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/"
+    with serve_folder(tiny.folder) as (url, requested):
         data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
         summary = imagenet.ImageImagenet().generate_data(
             data_dir, tmp_dir, mirror=url, max_cases=2, progress=False
         )
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
     assert summary["train"].examples == 2 and summary["dev"].examples == 2
     assert sorted(requested) == sorted(f"/{n}" for n in tiny.resources)  # once each
     assert os.path.isfile(os.path.join(tmp_dir, "imagenet", imagenet.TRAIN_ARCHIVE))

@@ -8,22 +8,20 @@ the tiny file's hash.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import http.server
-import importlib.util
-import io
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
-from t2t.problems import download, imdb, inspect_data, problem
-from t2t.problems.download import ChecksumError
+from t2t.problems import imdb, inspect_data, problem
+from tests.helpers.local_http import (
+    check_real_pin_rejects,
+    pinned,
+    serve_folder,
+    tfds_root,
+    write_tar,
+)
 
 _GOOD = "a wonderful film with great acting and a moving story".split()
 _BAD = "a terrible film with awful acting and a boring story".split()
@@ -75,35 +73,15 @@ def mirror(tmp_path_factory):
         members[f"aclImdb/{split}/labeledBow.feat"] = b"9 0:9\n"
         members[f"aclImdb/{split}/urls_{label}.txt"] = b"http://www.imdb.com/title/tt0453418/\n"
     members["aclImdb/train/unsup/0_0.txt"] = b"unlabelled decoy"
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
+    write_tar(path, members)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", path
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder) as (url, _):
+        yield url, path
 
 
 def test_generate_read_back_and_inspect(monkeypatch, mirror, tmp_path):
     url, archive = mirror
-    with open(archive, "rb") as f:
-        data = f.read()
-    pinned = dataclasses.replace(
-        imdb.ACL_IMDB, size=len(data), sha256=hashlib.sha256(data).hexdigest()
-    )
-    monkeypatch.setattr(imdb.SentimentImdb, "resource", pinned)
+    monkeypatch.setattr(imdb.SentimentImdb, "resource", pinned(imdb.ACL_IMDB, archive))
     monkeypatch.setattr(imdb.SentimentImdb, "approx_vocab_size", 60)
     data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
     prob = registry.problem("sentiment_imdb")
@@ -146,16 +124,10 @@ def test_clean_review():
 def test_real_pin(tmp_path):
     resource = imdb.ACL_IMDB
     assert registry.problem("sentiment_imdb").resource == resource
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / resource.local_name).write_bytes(b"not the reviews")
-    offline = dataclasses.replace(resource, url=f"file://{tmp_path}/gone/{resource.local_name}")
-    with pytest.raises(ChecksumError, match=resource.sha256):
-        download.fetch(offline, str(tmp_path / "dl"), mirror=str(tmp_path / "m"), progress=False)
-    spec = importlib.util.find_spec("tensorflow_datasets")
-    if spec is not None and spec.origin is not None:
-        tsv = os.path.join(
-            os.path.dirname(spec.origin), "datasets", "imdb_reviews", "checksums.tsv"
-        )
+    check_real_pin_rejects(resource, tmp_path, b"not the reviews")
+    root = tfds_root()
+    if root is not None:
+        tsv = os.path.join(root, "datasets", "imdb_reviews", "checksums.tsv")
         with open(tsv) as f:
             url, size, sha, *_ = f.readline().split("\t")
         assert (url, int(size), sha) == (resource.url, resource.size, resource.sha256)

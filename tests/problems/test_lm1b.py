@@ -7,22 +7,20 @@ a URL-prefix mirror; the problem's resource is patched to pin the tiny file's ha
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import http.server
-import importlib.util
-import io
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
-from t2t.problems import download, lm1b, problem
-from t2t.problems.download import ChecksumError
+from t2t.problems import lm1b, problem
+from tests.helpers.local_http import (
+    check_real_pin_rejects,
+    pinned,
+    serve_folder,
+    tfds_root,
+    write_tar,
+)
 
 _WORDS = "the market rose 3 % on Monday , while analysts said shares of banks fell .".split()
 TOP = "1-billion-word-language-modeling-benchmark-r13output"
@@ -52,37 +50,16 @@ def mirror(tmp_path_factory):
     members[f"{heldout}/news.en.heldout-00000-of-00050"] = "".join(s + "\n" for s in DEV).encode()
     members[f"{heldout}/news.en.heldout-00001-of-00050"] = b"decoy\n"
     path = os.path.join(folder, lm1b.LM1B.local_name)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
+    write_tar(path, members)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", path
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
-def _pinned(resource, path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return dataclasses.replace(resource, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    with serve_folder(folder) as (url, _):
+        yield url, path
 
 
 def test_generate_and_read_back(monkeypatch, mirror, tmp_path):
     url, archive = mirror
     cls = lm1b.LanguagemodelLm1b32k
-    monkeypatch.setattr(cls, "resource", _pinned(lm1b.LM1B, archive))
+    monkeypatch.setattr(cls, "resource", pinned(lm1b.LM1B, archive))
     monkeypatch.setattr(cls, "approx_vocab_size", 60)
     monkeypatch.setattr(cls, "splits", (problem.SplitSpec("train", 3), problem.SplitSpec("dev", 1)))
     data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
@@ -125,15 +102,11 @@ def test_split_files_and_pin(tmp_path):
         prob.split_files("test")
 
     resource = lm1b.LM1B
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / resource.local_name).write_bytes(b"not the benchmark")
-    offline = dataclasses.replace(resource, url=f"file://{tmp_path}/gone/{resource.local_name}")
-    with pytest.raises(ChecksumError, match=resource.sha256):
-        download.fetch(offline, str(tmp_path / "dl"), mirror=str(tmp_path / "m"), progress=False)
+    check_real_pin_rejects(resource, tmp_path, b"not the benchmark")
 
-    spec = importlib.util.find_spec("tensorflow_datasets")
-    if spec is not None and spec.origin is not None:
-        tsv = os.path.join(os.path.dirname(spec.origin), "datasets", "lm1b", "checksums.tsv")
+    root = tfds_root()
+    if root is not None:
+        tsv = os.path.join(root, "datasets", "lm1b", "checksums.tsv")
         with open(tsv) as f:
             url, size, sha, *_ = f.readline().split("\t")
         assert (url, int(size), sha) == (resource.url, resource.size, resource.sha256)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import gzip
-import hashlib
-import http.server
 import importlib.util
 import os
-import threading
 import time
 from collections.abc import Iterator
 
@@ -18,6 +14,7 @@ import pytest
 
 from t2t import registry
 from t2t.problems import download, generator_utils, mnist, problem
+from tests.helpers.local_http import serve_folder, write_pinned
 
 NUM_TRAIN, NUM_TEST = 30, 10
 DEBIAN_FASHION = "/usr/share/datasets/fashion-mnist"
@@ -64,44 +61,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
     resources = {}
     for name, array in arrays.items():
         data = gzip.compress(_idx_bytes(array), mtime=0)
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
-        resources[name] = download.Resource(
-            _dead_url(folder, name),
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            filename=name,
-        )
+        resources[name] = write_pinned(folder, name, data, _dead_url(folder, name))
     return Tiny(folder, arrays, resources)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    requested: list[str] = []
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.requested.append(self.path)
-        super().do_GET()
 
 
 @pytest.fixture
 def http_mirror(tiny: Tiny) -> Iterator[tuple[str, list[str]]]:
-    requested: list[str] = []
-    handler = type("Handler", (_QuietHandler,), {"requested": requested})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=os.path.dirname(tiny.folder))
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        prefix = f"http://127.0.0.1:{server.server_address[1]}/{os.path.basename(tiny.folder)}"
-        yield prefix, requested
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_folder(os.path.dirname(tiny.folder)) as (url, requested):
+        yield url + os.path.basename(tiny.folder), requested
 
 
 @pytest.fixture

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
-import http.server
 import importlib.util
 import io
 import json
 import os
-import threading
 import zipfile
 from collections.abc import Iterator
 
@@ -19,6 +15,7 @@ import pytest
 
 from t2t import registry
 from t2t.problems import download, generator_utils, mscoco, problem, text_encoder
+from tests.helpers.local_http import serve_folder, write_pinned
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -88,14 +85,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
     }
     resources = {}
     for name, data in files.items():
-        with open(os.path.join(folder, name), "wb") as f:
-            f.write(data)
-        resources[name] = download.Resource(
-            "file:///nonexistent/" + name,
-            sha256=hashlib.sha256(data).hexdigest(),
-            size=len(data),
-            filename=name,
-        )
+        resources[name] = write_pinned(folder, name, data, "file:///nonexistent/" + name)
     return Tiny(folder, resources)
 
 
@@ -109,27 +99,8 @@ def tiny_problem(tiny: Tiny, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def http_mirror(tiny: Tiny) -> Iterator[tuple[str, list[str]]]:
-    requested: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            requested.append(self.path)
-            super().do_GET()
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=tiny.folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", requested
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serve_folder(tiny.folder) as (url, requested):
+        yield url.rstrip("/"), requested
 
 
 def _mean_close(image: np.ndarray, colour: tuple[int, int, int]) -> bool:

@@ -9,20 +9,14 @@ recorded checksum); the test pins it to the tiny file's hash.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import functools
-import hashlib
-import http.server
-import io
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
 from t2t.problems import problem, ptb, text_encoder
+from tests.helpers.local_http import pinned, serve_folder, write_tar
 
 _WORDS = "the <unk> company said N shares of its stock rose in trading yesterday".split()
 
@@ -56,38 +50,16 @@ def mirror(tmp_path_factory):
         "./simple-examples/data/ptb.char.train.txt": b"a _ b\n",
         "./simple-examples/1-train/README": b"decoy\n",
     }
-    with tarfile.open(path, "w:gz") as tar:
-        for folder_name in ("./simple-examples", "./simple-examples/data"):
-            info = tarfile.TarInfo(folder_name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
+    write_tar(path, members, folders=("./simple-examples", "./simple-examples/data"))
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", path
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder) as (url, _):
+        yield url, path
 
 
 @pytest.fixture()
 def tiny(monkeypatch, mirror):
     _, path = mirror
-    with open(path, "rb") as f:
-        data = f.read()
-    pinned = dataclasses.replace(ptb.PTB, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-    monkeypatch.setattr(ptb.LanguagemodelPtb10k, "resource", pinned)
+    monkeypatch.setattr(ptb.LanguagemodelPtb10k, "resource", pinned(ptb.PTB, path))
     monkeypatch.setattr(ptb.LanguagemodelPtb10k, "num_words", NUM_WORDS)
     return ptb.LanguagemodelPtb10k
 

@@ -8,24 +8,23 @@ the fetch / extract / stream / encode / write / read path is the one real data t
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import gzip
-import hashlib
 import html
-import http.server
-import importlib.util
-import io
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
-from t2t.problems import download, problem, translate, translate_ende
-from t2t.problems.download import ChecksumError, Resource
+from t2t.problems import problem, translate, translate_ende
+from t2t.problems.download import Resource
+from tests.helpers.local_http import (
+    check_real_pin_rejects,
+    pinned,
+    serve_folder,
+    tfds_url_checksums,
+    write_tar,
+)
 
 _EN = (
     "the house is small and old . we see a green river near the city . my friend buys "
@@ -71,33 +70,10 @@ def _sgm(texts: list[str], kind: str, lang: str) -> bytes:
 
 
 def _tgz(path: str, members: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz") as tar:
-        for folder in sorted({m.split("/")[0] for m in members if "/" in m}):
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
+    write_tar(path, members, folders=sorted({m.split("/")[0] for m in members if "/" in m}))
 
 
-def _pinned(resource: Resource, path: str) -> Resource:
-    """`resource` (same URL, same file name) pinned to the tiny file at `path`."""
-    with open(path, "rb") as f:
-        data = f.read()
-    return dataclasses.replace(resource, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    requests: list[str] = []
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        type(self).requests.append(self.path)
-        super().do_GET()
+_REQUESTS: list[str] = []  # paths the mirror served
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +98,8 @@ def mirror(tmp_path_factory):
             "dev/newstest2012.en": b"decoy\n",
         },
     )
-    handler = functools.partial(_Handler, directory=folder)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", folder
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder, _REQUESTS) as (url, _):
+        yield url, folder
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +111,8 @@ def mirror_url(mirror):
 def tiny_ende(monkeypatch, mirror):
     """translate_ende_wmt8k with its tables pinned to the tiny archives, vocab ~200."""
     _, folder = mirror
-    nc = _pinned(translate_ende.NEWS_COMMENTARY_V13, os.path.join(folder, f"{NC}.tgz"))
-    dev = _pinned(translate_ende.WMT19_DEV, os.path.join(folder, "dev.tgz"))
+    nc = pinned(translate_ende.NEWS_COMMENTARY_V13, os.path.join(folder, f"{NC}.tgz"))
+    dev = pinned(translate_ende.WMT19_DEV, os.path.join(folder, "dev.tgz"))
     cls = translate_ende.TranslateEndeWmt8k
     train = [translate.ParallelCorpus(nc, translate_ende.ENDE_TRAIN_DATASETS[0].files)]
     monkeypatch.setattr(cls, "train_datasets", train)
@@ -174,12 +144,12 @@ def test_generate_and_read_back(tiny_ende, mirror_url, tmp_path):
         c for pair in TRAIN for s in pair for c in s
     )  # so that the vocabulary covers the dev text
     data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
-    _Handler.requests.clear()
+    _REQUESTS.clear()
     prob = registry.problem("translate_ende_wmt8k")
     assert isinstance(prob, tiny_ende)
     summary = prob.generate_data(data_dir, tmp_dir, mirror=mirror_url, progress=False)
     assert summary["train"].examples == len(TRAIN) and summary["dev"].examples == len(DEV)
-    assert sorted(set(_Handler.requests)) == ["/dev.tgz", f"/{NC}.tgz"]
+    assert sorted(set(_REQUESTS)) == ["/dev.tgz", f"/{NC}.tgz"]
 
     files = sorted(os.listdir(data_dir))
     assert "vocab.translate_ende_wmt8k.200.model" in files
@@ -251,7 +221,7 @@ class _Tiny(translate.TranslateProblem):
 def _tiny_problem(folder: str, members: dict[str, bytes], name: str) -> _Tiny:
     path = os.path.join(folder, name)
     _tgz(path, members)
-    resource = _pinned(Resource(f"http://example.invalid/{name}"), path)
+    resource = pinned(Resource(f"http://example.invalid/{name}"), path)
     prob = _Tiny()
     prob.train_datasets = [translate.ParallelCorpus(resource, ("c/src.en", "c/tgt.de"))]
     return prob
@@ -293,28 +263,12 @@ def test_missing_member_is_reported(mirror, tmp_path):
 
 @pytest.mark.parametrize("resource", [translate_ende.NEWS_COMMENTARY_V13, translate_ende.WMT19_DEV])
 def test_real_pins_reject_a_wrong_file(resource, tmp_path):
-    folder = tmp_path / "mirror"
-    folder.mkdir()
-    (folder / resource.local_name).write_bytes(b"not the real archive")
-    # The canonical URL is replaced by a missing local file so that nothing goes online;
-    # the size and sha256 pins are the real ones.
-    offline = dataclasses.replace(resource, url=f"file://{tmp_path}/gone/{resource.local_name}")
-    with pytest.raises(ChecksumError, match=resource.sha256):
-        download.fetch(offline, str(tmp_path / "dl"), mirror=str(folder), progress=False)
+    check_real_pin_rejects(resource, tmp_path, b"not the real archive")
     assert not os.path.exists(tmp_path / "dl" / resource.local_name)
 
 
 def test_pins_match_tensorflow_datasets():
-    spec = importlib.util.find_spec("tensorflow_datasets")
-    if spec is None or spec.origin is None:
-        pytest.skip("tensorflow_datasets is not installed")
-    checksums = os.path.join(os.path.dirname(spec.origin), "url_checksums")
-    recorded = {}
-    for name in ("wmt_t2t_translate.txt", "wmt19_translate.txt"):
-        with open(os.path.join(checksums, name)) as f:
-            for line in f:
-                url, size, sha, *_ = line.split("\t")
-                recorded[url] = (int(size), sha)
+    recorded = tfds_url_checksums("wmt_t2t_translate.txt", "wmt19_translate.txt")
     resources = [
         translate_ende.NEWS_COMMENTARY_V13,
         translate_ende.WMT19_DEV,

@@ -8,23 +8,21 @@ to the same URLs pinned to the tiny files' hashes.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import gzip
-import hashlib
-import http.server
-import importlib.util
-import io
 import os
 import random
-import tarfile
-import threading
 
 import pytest
 
 from t2t import registry
-from t2t.problems import download, problem, translate, translate_enfr
-from t2t.problems.download import ChecksumError, Resource
+from t2t.problems import problem, translate, translate_enfr
+from tests.helpers.local_http import (
+    check_real_pin_rejects,
+    pinned,
+    serve_folder,
+    tfds_url_checksums,
+    write_tar,
+)
 
 _EN = "the house is small and old . we see a green river near my city ! where is it ?".split()
 _FR = "la maison est petite et vieille . nous voyons une rivière verte près de ma ville !".split()
@@ -70,25 +68,6 @@ def _text(lines: list[str]) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def _tar(path: str, members: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz" if path.endswith(".tgz") else "w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-
-
-def _pinned(resource: Resource, path: str) -> Resource:
-    with open(path, "rb") as f:
-        data = f.read()
-    return dataclasses.replace(resource, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mirror"))
@@ -97,8 +76,8 @@ def mirror(tmp_path_factory):
         if en_name.endswith(".gz"):
             en, fr = gzip.compress(en), gzip.compress(fr)
         decoy = {"commoncrawl.de-en.en": b"decoy\n"} if "commoncrawl" in archive else {}
-        _tar(os.path.join(folder, archive), {en_name: en, fr_name: fr, **decoy})
-    _tar(
+        write_tar(os.path.join(folder, archive), {en_name: en, fr_name: fr, **decoy})
+    write_tar(
         os.path.join(folder, "dev.tgz"),
         {
             "dev/newstest2013.en": _text([e for e, _ in DEV]),
@@ -106,15 +85,8 @@ def mirror(tmp_path_factory):
             "dev/newstest2013.de": b"decoy\n",
         },
     )
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", folder
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder) as (url, _):
+        yield url, folder
 
 
 @pytest.fixture()
@@ -123,12 +95,12 @@ def tiny(monkeypatch, mirror):
     cls = translate_enfr.TranslateEnfrWmt32k
     train = [
         translate.ParallelCorpus(
-            _pinned(c.resource, os.path.join(folder, c.resource.local_name)), c.files
+            pinned(c.resource, os.path.join(folder, c.resource.local_name)), c.files
         )
         for c in translate_enfr.ENFR_TRAIN_DATASETS
     ]
     dev = [
-        translate.ParallelCorpus(_pinned(c.resource, os.path.join(folder, "dev.tgz")), c.files)
+        translate.ParallelCorpus(pinned(c.resource, os.path.join(folder, "dev.tgz")), c.files)
         for c in translate_enfr.ENFR_DEV_DATASETS
     ]
     monkeypatch.setattr(cls, "train_datasets", train)
@@ -197,25 +169,11 @@ RESOURCES = [
 
 @pytest.mark.parametrize("resource", RESOURCES, ids=lambda r: r.local_name)
 def test_real_pins_reject_a_wrong_file(resource, tmp_path):
-    folder = tmp_path / "mirror"
-    folder.mkdir()
-    (folder / resource.local_name).write_bytes(b"not the real archive")
-    offline = dataclasses.replace(resource, url=f"file://{tmp_path}/gone/{resource.local_name}")
-    with pytest.raises(ChecksumError, match=resource.sha256):
-        download.fetch(offline, str(tmp_path / "dl"), mirror=str(folder), progress=False)
+    check_real_pin_rejects(resource, tmp_path, b"not the real archive")
 
 
 def test_pins_match_tensorflow_datasets():
-    spec = importlib.util.find_spec("tensorflow_datasets")
-    if spec is None or spec.origin is None:
-        pytest.skip("tensorflow_datasets is not installed")
-    recorded = {}
-    folder = os.path.join(os.path.dirname(spec.origin), "url_checksums")
-    for name in ("wmt13_translate.txt", "wmt14_translate.txt", "wmt19_translate.txt"):
-        with open(os.path.join(folder, name)) as f:
-            for line in f:
-                url, size, sha, *_ = line.split("\t")
-                recorded[url] = (int(size), sha)
+    recorded = tfds_url_checksums("wmt13_translate.txt", "wmt14_translate.txt", "wmt19_translate.txt")
     for res in RESOURCES:
         assert recorded[res.url] == (res.size, res.sha256), res.url
 

@@ -8,17 +8,15 @@ test uses them as they are and checks that the fetch warns about it.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import logging
 import os
 import random
-import threading
 
 import pytest
 
 from t2t import registry
 from t2t.problems import download, problem, translate_envi
+from tests.helpers.local_http import serve_folder
 
 _EN = "i want to tell you a story about the world &apos;s oceans , &quot; and life &quot; .".split()
 _VI = "tôi muốn kể cho các bạn một câu chuyện về đại dương &amp; sự sống của thế giới .".split()
@@ -45,15 +43,7 @@ def _plain(text: str) -> str:
     return text.replace("&apos;", "'").replace("&quot;", '"').replace("&amp;", "&")
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    requests: list[str] = []
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        type(self).requests.append(self.path)
-        super().do_GET()
+_REQUESTS: list[str] = []  # paths the mirror served
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +53,8 @@ def mirror(tmp_path_factory):
         for side, lang in ((0, "en"), (1, "vi")):
             with open(os.path.join(folder, f"{name}.{lang}"), "w", encoding="utf-8") as f:
                 f.writelines(p[side] + "\n" for p in pairs)
-    handler = functools.partial(_Quiet, directory=folder)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder, _REQUESTS) as (url, _):
+        yield url
 
 
 def _decoded(prob: problem.Problem, data_dir: str, split: str) -> list[tuple[str, str]]:
@@ -89,13 +73,13 @@ def test_generate_and_read_back(monkeypatch, mirror, tmp_path, caplog):
     monkeypatch.setattr(translate_envi.TranslateEnviIwslt32k, "approx_vocab_size", 120)
     monkeypatch.setattr(translate_envi.TranslateEnviIwslt32k, "train_shards", 2)
     data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
-    _Quiet.requests.clear()
+    _REQUESTS.clear()
     prob = registry.problem("translate_envi_iwslt32k")
     with caplog.at_level(logging.WARNING):
         summary = prob.generate_data(data_dir, tmp_dir, mirror=mirror, progress=False)
     assert "UNVERIFIED" in caplog.text  # the real resources pin nothing
     assert {k: v.examples for k, v in summary.items()} == {"train": 80, "dev": 10, "test": 8}
-    assert sorted(set(_Quiet.requests)) == sorted(
+    assert sorted(set(_REQUESTS)) == sorted(
         f"/{n}.{lang}" for n in SPLITS for lang in ("en", "vi")
     )
     assert sorted(os.listdir(os.path.join(tmp_dir, "iwslt15.en-vi"))) == sorted(

@@ -8,19 +8,15 @@ unpinned (no recorded checksum); the test pins it to the tiny file's hash.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
-import http.server
 import os
 import random
-import threading
 import zipfile
 
 import pytest
 
 from t2t import registry
 from t2t.problems import problem, wikitext103
+from tests.helpers.local_http import pinned, serve_folder
 
 _WORDS = "the game was released in Japan , and received <unk> reviews from critics @-@ .".split()
 
@@ -58,31 +54,15 @@ def mirror(tmp_path_factory):
         zf.writestr("wikitext-103/wiki.valid.tokens", VALID_RAW)
         zf.writestr("wikitext-103/wiki.test.tokens", TEST_RAW)
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=folder)
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", path
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with serve_folder(folder) as (url, _):
+        yield url, path
 
 
 @pytest.fixture()
 def tiny(monkeypatch, mirror):
     _, path = mirror
-    with open(path, "rb") as f:
-        data = f.read()
-    pinned = dataclasses.replace(
-        wikitext103.WIKITEXT_103, size=len(data), sha256=hashlib.sha256(data).hexdigest()
-    )
     cls = wikitext103.LanguagemodelWikitext103_32k
-    monkeypatch.setattr(cls, "resource", pinned)
+    monkeypatch.setattr(cls, "resource", pinned(wikitext103.WIKITEXT_103, path))
     monkeypatch.setattr(cls, "approx_vocab_size", 70)
     return cls
 

@@ -198,14 +198,18 @@ def benchmark(
     for name, beam in decoders_by_name.items():
         results[name] = {}
         for mode in ("cached", "uncached"):
+            results[name][mode] = {}
+            mode_lengths = [
+                n for n in lengths
+                if mode == "cached" or max_uncached_length is None or n <= max_uncached_length
+            ]
+            if not mode_lengths:
+                continue
             start = time.perf_counter()
             decode = make_decoder(model, beam, use_cache=mode == "cached")
             decode(inputs, tf.constant(2, tf.int32)).numpy()  # warm-up: graph optimization
             trace_s[f"{name}/{mode}"] = time.perf_counter() - start
-            results[name][mode] = {}
-            for length in lengths:
-                if mode == "uncached" and length > (max_uncached_length or length):
-                    continue
+            for length in mode_lengths:
                 r = measure(decode, inputs, length, repeats, budget_s)
                 results[name][mode][length] = r
                 if verbose:
@@ -239,7 +243,7 @@ def benchmark(
 def format_table(figures: dict[str, Any]) -> str:
     results, speedup = figures["results"], figures["speedup"]
     lines = [
-        f"{'decoder':<8} {'length':>6}  {'cached tok/s':>12} {'ms/tok':>8}  "
+        f"{'decoder':<8} {'length':>6}  {'cached tok/s':>12} {'ms/tok':>8} {'runs':>4}  "
         f"{'uncached tok/s':>14} {'ms/tok':>8} {'runs':>4}  {'speed-up':>8}"
     ]
     for name, by in results.items():
@@ -251,8 +255,8 @@ def format_table(figures: dict[str, Any]) -> str:
                 if u else f"{'(not run)':>14}"
             )
             lines.append(
-                f"{name:<8} {length:>6}  {c['tokens_per_s']:>12,.0f} {c['ms_per_token']:>8.2f}  "
-                + uncached
+                f"{name:<8} {length:>6}  {c['tokens_per_s']:>12,.0f} {c['ms_per_token']:>8.2f} "
+                f"{c['runs']:>4}  " + uncached
             )
     lengths = figures["config"]["lengths"]
     for name, ratio in figures["cached_flatness"].items():
@@ -304,8 +308,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(
         f"\n{c['hparams_set']}, vocab {c['vocab_size']}, batch {c['batch_size']}, "
         f"inputs {c['input_length']} tokens, beam alpha 0.6; EOS suppressed (full-length). "
-        f"Median of up to {repeats} runs, no more once {budget:g}s spent "
-        f"(uncached runs shown). tok/s = batch * length / s; ms/tok = s / length.\n"
+        f"Median of up to {repeats} runs (runs columns), no more once {budget:g}s spent. "
+        f"tok/s = batch * length / s; ms/tok = s / length.\n"
         f"Tracing + warm-up (excluded): "
         + ", ".join(f"{k} {v:.1f}s" for k, v in figures["trace_s"].items())
         + f".\n{c['cpus']} CPUs, TensorFlow {c['tensorflow']}, devices {c['devices']}, "

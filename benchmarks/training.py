@@ -35,13 +35,27 @@ incl. the softmax * target tokens) + attention (QK^T and AV: 12 * len_q * len_k 
 hidden per layer and example, full square matrices as computed, the causal mask not
 discounted); embedding look-ups, norms, biases and the optimizer are not counted.
 cores = process CPU time / wall time during the timed steps (2.0 on an idle 2-core
-machine; much lower means other processes took the CPU and the row is unreliable).
+machine; much lower means other processes took the CPU and the wall-clock columns are
+unreliable); cpu ms = process CPU time per step, steadier on a shared machine.
+
+torch's OpenMP threads spin at every barrier by default; on a machine shared with other
+busy processes that made each small op wait for a descheduled thread (transformer_tiny:
+5.4 s a step with 2 threads, 1.2 s with 1, 1.4 s with OMP_WAIT_POLICY=PASSIVE, at load
+average 7). The workers therefore run with OMP_WAIT_POLICY=PASSIVE unless it is set:
+`OMP_WAIT_POLICY=ACTIVE python -m benchmarks.training` measures torch's default.
+TensorFlow's own thread pools are not affected by it.
 
 Method. Each precision runs in a fresh subprocess of this module (the Keras dtype
 policy is process-wide). In it, per model, the three paths are built, warmed up
 (WARMUP steps; the first traces), then timed in interleaved rounds (a few steps of
 each path in turn, order rotating) so that background load hits them alike;
 throughput = tokens / time summed over the timed steps.
+
+Run time on the 2-core development machine (shared with other jobs): --quick 181 s at
+load average 3-5 (2m20s of CPU), 7 min at load average 8; the full run 18.5 min at load
+average 8 -> 5 (10.5 min of CPU), most of it transformer_base. The matmul reference
+varies with the load too: 237 GFLOP/s float32 and 748 GFLOP/s bfloat16 when the
+machine was nearly idle, about half that under load.
 
 Vocabulary: 12 by default, algorithmic_reverse_decimal40's (10 digits, padding, EOS).
 A larger one (--vocab 8192) currently hits a t2t performance bug:
@@ -83,7 +97,7 @@ PRECISIONS = ("float32", "bfloat16")
 TRAINER, BARE, TORCH = "t2t Trainer", "bare tf.function", "torch nn.Transformer"
 PATHS = (TRAINER, BARE, TORCH)
 # Timed steps per path: (full run, --quick).
-STEPS = {"transformer_tiny": (40, 10), "transformer_small": (20, 5), "transformer_base": (6, 2)}
+STEPS = {"transformer_tiny": (40, 10), "transformer_small": (20, 5), "transformer_base": (4, 2)}
 WARMUP = 2  # steps before timing (the first one traces the tf.function)
 ROUNDS = 4  # interleaved rounds the timed steps are split into
 
@@ -111,7 +125,8 @@ class BenchReverse(algorithmic.AlgorithmicReverseDecimal40):
             yield {"inputs": inputs, "targets": inputs[::-1]}
 
 
-def make_problem(vocab_size: int, length: int, data_dir: str, train_size: int = 4096) -> BenchReverse:
+def make_problem(vocab_size: int, length: int, data_dir: str,
+                 train_size: int = 4096) -> BenchReverse:
     """The benchmark problem, its data written to `data_dir` unless already there."""
     problem = BenchReverse(vocab_size, length, train_size)
     problem.generate_data(data_dir, os.path.join(data_dir, "tmp"), progress=False)
@@ -207,6 +222,7 @@ def time_interleaved(steps_by_path: dict[str, Step], steps: int, warmup: int = W
             "examples_per_s": s["examples"] / total,
             "tokens_per_step": s["tokens"] / len(s["times"]),
             "cores": s["cpu"] / s["wall"],
+            "cpu_ms": 1000 * s["cpu"] / len(s["times"]),
             "warmup_s": s["warmup_s"],
         }
     return results
@@ -326,8 +342,10 @@ def bare_step(problem_hparams: Any, hparams_set: str, batch: int, length: int,
         optimizer.build(model.trainable_variables)
     variables = model.trainable_variables
     vocab = problem_hparams.vocab_size["targets"]
-    ids = np.random.default_rng(0).integers(text_encoder.NUM_RESERVED_TOKENS, vocab, [batch, length])
-    features = {"inputs": tf.constant(ids, tf.int32), "targets": tf.constant(ids[:, ::-1], tf.int32)}
+    rng = np.random.default_rng(0)
+    ids = rng.integers(text_encoder.NUM_RESERVED_TOKENS, vocab, [batch, length])
+    features = {"inputs": tf.constant(ids, tf.int32),
+                "targets": tf.constant(ids[:, ::-1], tf.int32)}
 
     @tf.function
     def train_step(features):
@@ -508,6 +526,7 @@ def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
     ] + (["--matmul-top"] if args.matmul_top else []) + ([] if with_torch else ["--no-torch"])
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # torch's OpenMP: see the module doc
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     process = subprocess.Popen(command, env=env, cwd=root, stderr=subprocess.PIPE, text=True)
@@ -532,7 +551,8 @@ def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
 # --------------------------------------------------------------------------- main
 def _table(rows: list[dict[str, Any]]) -> str:
     header = (f"{'model':<17}  {'path':<20}  {'precision':<9}  {'tokens/s':>9}  "
-              f"{'examples/s':>10}  {'step ms':>8}  {'ratio':>5}  {'MFU':>6}  {'cores':>5}")
+              f"{'examples/s':>10}  {'step ms':>8}  {'ratio':>5}  {'MFU':>6}  {'cores':>5}  "
+              f"{'cpu ms':>8}")
     lines = [header, "-" * len(header)]
     previous = None
     for r in rows:
@@ -543,7 +563,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['model']:<17}  {r['path']:<20}  {r['precision']:<9}  {r['tokens_per_s']:>9,.0f}  "
             f"{r['examples_per_s']:>10,.1f}  {r['step_ms']:>8.1f}  {ratio:>5}  "
-            f"{100 * r['mfu']:>5.1f}%  {r['cores']:>5.2f}"
+            f"{100 * r['mfu']:>5.1f}%  {r['cores']:>5.2f}  {r['cpu_ms']:>8.1f}"
         )
     return "\n".join(lines)
 
@@ -599,7 +619,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     peak = {k: max(r["matmul_flops"][k] for r in results) for k in PRECISIONS}
     for result in results:
         rows += result["rows"]
-    threads, tf_version, torch_version = results[0]["threads"], results[0]["tf"], results[0]["torch"]
+    threads, tf_version = results[0]["threads"], results[0]["tf"]
+    torch_version = results[0]["torch"]
 
     for r in rows:
         hp = create_hparams(r["model"])
@@ -628,9 +649,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in peak.items())
           + f" ({args.matmul_size}x{args.matmul_size}).")
     print("cores: CPU time / wall time of the process in the timed steps (about "
-          f"{threads} when it had the machine to itself).")
+          f"{threads} when it had the machine to itself); cpu ms: CPU time a step. Where cores "
+          "is well below that, other processes held the CPU: compare cpu ms rather than step "
+          "ms.")
     print(f"TensorFlow {tf_version} with {threads} intra-op threads; " + (
-        f"torch {torch_version} with set_num_threads({threads})." if with_torch else
+        f"torch {torch_version} with set_num_threads({threads}), OMP_WAIT_POLICY="
+        f"{os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}." if with_torch else
         "torch rows skipped: " + ("--no-torch." if not args.torch else
                                   "torch is not installed (pip install torch==2.13.0).")))
     print("Softmax top: " + ("PATCHED to tf.tensordot (--matmul-top), not t2t as it is."

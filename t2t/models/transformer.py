@@ -259,5 +259,5 @@ class Transformer(t2t_model.T2TModel):
                       cache=cache, decode_index=index, memory_kv=memory_kv)
             new_state[f"layer_{i}"] = cache
         x = self.decoder.final(x, training=False)
-        logits = modality.top(x)
+        logits = self.top(x, {})
         return tf.cast(logits[:, 0, :], tf.float32), new_state

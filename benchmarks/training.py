@@ -51,8 +51,8 @@ policy is process-wide). In it, per model, the three paths are built, warmed up
 each path in turn, order rotating) so that background load hits them alike;
 throughput = tokens / time summed over the timed steps.
 
-Run time on the 2-core development machine (shared with other jobs): --quick 181 s at
-load average 3-5 (2m20s of CPU), 7 min at load average 8; the full run 18.5 min at load
+Run time on the 2-core development machine (shared with other jobs): --quick 3-4 min at
+load average 2-5 (2.5 min of CPU), 7 min at load average 8; the full run 18.5 min at load
 average 8 -> 5 (10.5 min of CPU), most of it transformer_base. The matmul reference
 varies with the load too: 237 GFLOP/s float32 and 748 GFLOP/s bfloat16 when the
 machine was nearly idle, about half that under load.

@@ -108,7 +108,9 @@ class SymbolModality(Modality):
     def top(self, body_output: tf.Tensor) -> tf.Tensor:
         weights = self.embedding if self.share_softmax else self.softmax_weights
         weights = tf.cast(weights, body_output.dtype)
-        return tf.einsum("...h,vh->...v", body_output, weights)
+        # tensordot (one matmul): the gradient of the equivalent "...h,vh->...v" einsum
+        # materializes a [V, H, B, T] tensor in TF 2.21 (seconds per step at V=8k).
+        return tf.tensordot(body_output, weights, axes=[[body_output.shape.rank - 1], [1]])
 
     def loss(self, logits, targets, label_smoothing):
         targets = tf.cast(targets, tf.int32)

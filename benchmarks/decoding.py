@@ -21,8 +21,9 @@ checked to contain no EOS. The extra add is one [B, V] op per step, negligible.
 Each configuration runs `--repeats` times (median reported), but stops repeating once
 its runs have taken `--budget` seconds: the uncached decoder at long lengths gets a
 single run (`--max_uncached_length` skips it above a length). The full run takes
-~20 min on 2 busy CPUs, mostly the uncached beam search at 512; `--quick` (lengths 32
-and 128, 2 repeats, 5 s budget) ~2 min. Reported per configuration:
+15-30 min on 2 shared CPUs, most of it the single uncached beam search at 512 (10-20
+min); `--quick` (lengths 32 and 128, 2 repeats, 5 s budget) 1-2 min.
+Reported per configuration:
 - tokens/s: output tokens per second, batch_size * length / seconds (for beam search
   the top beam's tokens: beam_size hypotheses are scored per output token);
 - ms/token: milliseconds per decoding step, seconds / length * 1000 (one step emits a
@@ -31,6 +32,12 @@ and 128, 2 repeats, 5 s budget) ~2 min. Reported per configuration:
 - cached ms/token at the longest length / at the shortest (~1 if cached steps cost the
   same whatever the length; an uncached step re-runs the encoder and the decoder on the
   whole [B, L] targets buffer, so its cost grows linearly with L, the decode's as L^2).
+  Measured, it is not flat (2 CPUs: ~2x greedy, ~6x beam 4 from 32 to 512): each cached
+  step does O(L) work, as patching it out in-process showed (greedy ratio 3.4 -> 1.0
+  without the first, beam 5.6 -> 1.2 without both): the attention layer writes the new
+  key/value by a one-hot blend `cache * (1 - at) + k * at` that rewrites the whole
+  [B, N, L, D] buffer of every layer, and beam search gathers (reorders) every full
+  buffer at every step.
 Times include the one encoder pass of each decode (inputs: `--input_length` tokens).
 
 oneDNN: `--onednn off` (the default) sets TF_ENABLE_ONEDNN_OPTS=0 before TensorFlow is

@@ -49,12 +49,19 @@ def _summary(problem) -> str:
     return doc.replace("|", "/")
 
 
+def _is_builtin(problem) -> bool:
+    # Problems registered by a --t2t_usr_dir, a plugin or a test are not the library's.
+    return type(problem).__module__.startswith("t2t.")
+
+
 def markdown_table() -> str:
-    """One row per registered problem: modalities, vocabulary, splits, metrics."""
+    """One row per problem the library defines: modalities, vocabulary, splits, metrics."""
     rows = ["| problem | modalities | vocabulary | splits (shards) | metrics | data |",
             "|---|---|---|---|---|---|"]
     for name in registry.list_problems():
         problem = registry.problem(name)
+        if not _is_builtin(problem):
+            continue
         splits = ", ".join(f"{s.name} ({s.shards})" for s in problem.splits)
         metrics = ", ".join(problem.eval_metrics())
         rows.append(f"| `{name}` | {_modalities(problem)} | {_vocab(problem)} | {splits} | "

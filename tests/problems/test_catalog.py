@@ -6,10 +6,11 @@ from t2t import registry
 from t2t.problems import catalog
 
 
-def test_table_lists_every_problem():
+def test_table_lists_every_builtin_problem():
     table = catalog.markdown_table()
     for name in registry.list_problems():
-        assert f"| `{name}` |" in table
+        builtin = type(registry.problem(name)).__module__.startswith("t2t.")
+        assert (f"| `{name}` |" in table) == builtin, name
     assert "| `algorithmic_reverse_binary40_test` | symbol -> symbol | 2 symbols | train (1), dev (1) |" in table
     assert "image -> class_label" in table and "symbol (language model)" in table
 
@@ -26,3 +27,15 @@ def test_readme_block_is_up_to_date():
         readme = f.read()
     assert catalog.replace_block(readme, catalog.markdown_table()) == readme, (
         "README.md's problem table is stale: run python -m t2t.problems.catalog --write README.md")
+
+
+def test_problems_registered_outside_the_library_stay_out_of_the_table():
+    # The README block must not depend on which tests ran before in the same process.
+    @registry.register_problem("zz_catalog_test_outside_problem")
+    class Outside(registry.problem("algorithmic_reverse_binary40_test").__class__):
+        pass
+
+    try:
+        assert "zz_catalog_test_outside_problem" not in catalog.markdown_table()
+    finally:
+        registry.REGISTRIES["problem"].unregister("zz_catalog_test_outside_problem")

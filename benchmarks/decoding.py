@@ -32,23 +32,21 @@ Reported per configuration:
 - cached ms/token at the longest length / at the shortest (~1 if cached steps cost the
   same whatever the length; an uncached step re-runs the encoder and the decoder on the
   whole [B, L] targets buffer, so its cost grows linearly with L, the decode's as L^2).
-  Measured, it is not flat (2 CPUs: ~2x greedy, ~6x beam 4 from 32 to 512): each cached
-  step does O(L) work, as patching it out in-process showed (greedy ratio 3.4 -> 1.0
-  without the first, beam 5.6 -> 1.2 without both): the attention layer writes the new
-  key/value by a one-hot blend `cache * (1 - at) + k * at` that rewrites the whole
-  [B, N, L, D] buffer of every layer, and beam search gathers (reorders) every full
-  buffer at every step.
+  A cached step still reads the L cached keys and values of every layer (attention is
+  O(L) per token by definition), which at L=512 costs about as much as the rest of a
+  transformer_tiny step for beam 4 (32 hypotheses): its ratio stays near 2 while
+  greedy's is near 1. Each step writes its key/value in place
+  (`attention.write_position`) and beam search never copies the caches
+  (`beam_search.SLOTS`); before both, the ratios were 3.1 (greedy) and 4.0 (beam).
 Times include the one encoder pass of each decode (inputs: `--input_length` tokens).
 
-oneDNN: `--onednn off` (the default) sets TF_ENABLE_ONEDNN_OPTS=0 before TensorFlow is
-imported. With oneDNN's graph rewrites on (TensorFlow's default on x86), the attention
-logits `matmul(q * scale, k) + bias` with a broadcast [1, 1, T, T] causal bias are fused
-into one oneDNN batch-matmul whose broadcast add is pathologically slow (measured on
-2 CPUs, B=8, 4 heads: ~40 ms vs ~1 ms at T=32, ~0.6 s vs ~3 ms at T=128, ~10 s vs
-~0.1 s at T=512). The uncached decoder re-runs full-length causal self-attention at
-every step, so with oneDNN on it measures that kernel, not decoding (hours at 512).
-The cached decoder (one query, [1, 1, 1, L] bias) is unaffected. `--onednn on` or
-`tf-default` measures the library as TensorFlow configures it by default.
+oneDNN: `--onednn on` (the default) sets TF_ENABLE_ONEDNN_OPTS=1 before TensorFlow is
+imported, which is TensorFlow's own default on x86; `off` measures Eigen's kernels
+(slower batched matmuls, so the beam search's attention over slots is slower too);
+`tf-default` leaves the variable as it is. Before the attention layer passed its
+causal bias as [1, Tq, Tk], oneDNN made the [1, 1, Tq, Tk] bias add of the uncached
+decoder (and of training) ~100x slower than the matmul, which is why this benchmark
+used to default to off.
 """
 
 from __future__ import annotations
@@ -287,8 +285,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="no further repeats once a configuration's runs took this long (s)")
     parser.add_argument("--max_uncached_length", type=int, default=None,
                         help="skip the uncached decoder above this length")
-    parser.add_argument("--onednn", choices=["off", "on", "tf-default"], default="off",
-                        help="TF_ENABLE_ONEDNN_OPTS (see the module doc); off by default")
+    parser.add_argument("--onednn", choices=["off", "on", "tf-default"], default="on",
+                        help="TF_ENABLE_ONEDNN_OPTS (see the module doc); on by default")
     args = parser.parse_args(argv)
     if args.onednn != "tf-default":
         if "tensorflow" in sys.modules:

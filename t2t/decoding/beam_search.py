@@ -8,6 +8,14 @@ N = batch * beam; `previous_ids` are the tokens chosen at position index - 1 (ig
 at index 0); `state` is a nest of tensors whose first axis is N (caches, encoder
 outputs). Beams are reordered by gathering every state tensor along that axis.
 Scores are log-probabilities divided by the length penalty ((5 + length) / 6) ** alpha.
+
+Slot-major state: gathering a [N, ..., L, ...] key/value cache at every step copies
+O(L) memory per token. A state dict may instead hold such caches under `SLOTS`: beam
+search never reorders them. Beam slot j of an example writes position i of its cache
+at step i, and beam search keeps `state[ANCESTRY]`, float32 one-hot [N, L, beam]: for
+each current beam and past position, the slot whose cache holds it (the beam's own
+slot at the current index). The step function attends through it (see
+`attention.MultiHeadAttention`), so a reorder moves only [N, L, beam] floats.
 """
 
 from __future__ import annotations
@@ -20,6 +28,9 @@ import tensorflow as tf
 NEG_INF = -1.0e7
 
 StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+
+SLOTS = "beam_slots"
+ANCESTRY = "beam_ancestry"
 
 
 def length_penalty(length: tf.Tensor | int, alpha: float) -> tf.Tensor:
@@ -43,12 +54,16 @@ def batch_invariants(loop_vars: Any) -> Any:
 
 
 def _gather_beams(nest: Any, indices: tf.Tensor, batch_size: tf.Tensor, beam_size: int) -> Any:
-    """Gathers [B * K, ...] (or [B, K, ...]) tensors by beam indices [B, M]."""
+    """Gathers [B * K, ...] (or [B, K, ...]) tensors by beam indices [B, M]; a dict's
+    `SLOTS` entry stays as it is."""
     flat_indices = tf.reshape(indices + tf.range(batch_size)[:, None] * beam_size, [-1])
 
     def gather(t):
         return tf.gather(t, flat_indices)
 
+    if isinstance(nest, dict) and SLOTS in nest:
+        rest = {key: value for key, value in nest.items() if key != SLOTS}
+        return {**tf.nest.map_structure(gather, rest), SLOTS: nest[SLOTS]}
     return tf.nest.map_structure(gather, nest)
 
 
@@ -77,9 +92,16 @@ def beam_search(
     finished_scores = tf.fill([batch_size, k], NEG_INF)
     finished_flags = tf.zeros([batch_size, k], tf.bool)
     positions = tf.range(length)
+    slotted = isinstance(state, dict) and SLOTS in state
+    if slotted:
+        own_slot = tf.one_hot(tf.tile(tf.range(k), [batch_size]), k)[:, None, :]  # [N, 1, K]
+        state = {**state, ANCESTRY: tf.zeros([batch_size * k, length, k])}
 
     def body(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_flags, state):
         previous = tf.where(i > 0, tf.gather(alive_seq, tf.maximum(i - 1, 0), axis=2), 0)
+        if slotted:  # each beam writes position i into its own slot
+            at_i = tf.equal(positions, i)[None, :, None]
+            state = {**state, ANCESTRY: tf.where(at_i, own_slot, state[ANCESTRY])}
         logits, state = step_fn(tf.reshape(previous, [-1]), i, state)
         log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
         log_probs = tf.reshape(log_probs, [batch_size, k, vocab_size])

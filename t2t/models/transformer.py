@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.decoding import beam_search
 from t2t.layers import attention, common, feed_forward, modalities, positional
 from t2t.models import t2t_model
 
@@ -86,10 +87,11 @@ class DecoderLayer(common.Layer):
         self._convert_input_args = False  # keeps the caller's `cache` dict (see _Sublayer)
 
     def call(self, x, self_bias, memory=None, memory_bias=None, training=None, cache=None,
-             decode_index=None, memory_kv=None):
+             decode_index=None, memory_kv=None, beam_ancestry=None):
         if decode_index is not None:  # Keras refuses a Python int beside tensors in **kwargs
             decode_index = tf.convert_to_tensor(decode_index, tf.int32)
-        x = self.self_attention(x, training=training, bias=self_bias, cache=cache, decode_index=decode_index)
+        x = self.self_attention(x, training=training, bias=self_bias, cache=cache,
+                                decode_index=decode_index, beam_ancestry=beam_ancestry)
         if self.encdec_attention is not None:
             x = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias,
                                       memory_kv=memory_kv)
@@ -214,32 +216,34 @@ class Transformer(t2t_model.T2TModel):
     def decode_init_cached(self, features: dict, decode_length: tf.Tensor) -> dict:
         """Encodes the inputs once and allocates each decoder layer's key/value cache.
 
-        State (batch-major, so beam search can reorder it): the encoder-decoder bias,
-        every layer's projected encoder keys/values ("memory_k/v" [B, N, S, D]) and its
-        self-attention cache ("k"/"v" [B, N, L, D], filled position by position).
+        State (batch-major): under `beam_search.SLOTS`, so that beam search never
+        copies it, the encoder-decoder bias, every layer's projected encoder keys and
+        values ("memory_k/v" [B, N, S, D], the same for all beams of an example) and its
+        self-attention cache ("k"/"v" [B, N, L, D], written in place position by
+        position; under beam search row b is a beam slot, read through the ancestry).
         """
         inputs = features.get("inputs")
         batch_size = tf.shape(inputs)[0] if inputs is not None else tf.constant(1)
-        state: dict = {}
+        slots: dict = {}
         memory = None
         if self.has_encoder:
             embedded = self.feature_modalities["inputs"].bottom(inputs, training=False)
             memory, _, nonpadding = self.encode(embedded, {}, training=False)
-            state["memory_bias"] = self._memory_bias(nonpadding, {})
+            slots["memory_bias"] = self._memory_bias(nonpadding, {})
         dtype = self.compute_dtype
         for i, layer in enumerate(self.decoder.stack_layers):
             attention_layer = layer.self_attention.inner
             heads, key_depth = attention_layer.num_heads, attention_layer.key_depth
             value_depth = attention_layer.value_depth
             layer_state = {
-                "k": tf.zeros([batch_size, heads, decode_length, key_depth], dtype),
-                "v": tf.zeros([batch_size, heads, decode_length, value_depth], dtype),
+                "k": attention.empty_cache([batch_size, heads, decode_length, key_depth], dtype),
+                "v": attention.empty_cache([batch_size, heads, decode_length, value_depth], dtype),
             }
             if memory is not None:
                 k, v = layer.encdec_attention.inner.project_memory(memory)
                 layer_state["memory_k"], layer_state["memory_v"] = k, v
-            state[f"layer_{i}"] = layer_state
-        return state
+            slots[f"layer_{i}"] = layer_state
+        return {beam_search.SLOTS: slots}
 
     def decode_step_cached(self, previous_ids: tf.Tensor, index: tf.Tensor, state: dict) -> tuple[tf.Tensor, dict]:
         """Logits [B, V] at position `index` from one new position: O(1) layers of work
@@ -249,15 +253,17 @@ class Transformer(t2t_model.T2TModel):
         x = tf.where(index > 0, x, tf.zeros_like(x))  # the shifted-right start
         if self.hparams.get("pos", "timing") == "timing":
             x = positional.add_timing_signal(x, start_index=index)
-        length = tf.shape(state["layer_0"]["k"])[2]
+        slots = state[beam_search.SLOTS]
+        length = tf.shape(slots["layer_0"]["k"])[2]
         self_bias = tf.where(tf.range(length) <= index, 0.0, attention._NEG_INF)[None, None, None, :]
-        new_state = {k: v for k, v in state.items() if not k.startswith("layer_")}
+        new_slots = {k: v for k, v in slots.items() if not k.startswith("layer_")}
         for i, layer in enumerate(self.decoder.stack_layers):
-            cache = dict(state[f"layer_{i}"])
+            cache = dict(slots[f"layer_{i}"])
             memory_kv = (cache["memory_k"], cache["memory_v"]) if "memory_k" in cache else None
-            x = layer(x, self_bias, memory_bias=state.get("memory_bias"), training=False,
-                      cache=cache, decode_index=index, memory_kv=memory_kv)
-            new_state[f"layer_{i}"] = cache
+            x = layer(x, self_bias, memory_bias=slots.get("memory_bias"), training=False,
+                      cache=cache, decode_index=index, memory_kv=memory_kv,
+                      beam_ancestry=state.get(beam_search.ANCESTRY))
+            new_slots[f"layer_{i}"] = cache
         x = self.decoder.final(x, training=False)
         logits = self.top(x, {})
-        return tf.cast(logits[:, 0, :], tf.float32), new_state
+        return tf.cast(logits[:, 0, :], tf.float32), {**state, beam_search.SLOTS: new_slots}

@@ -145,7 +145,8 @@ def test_memory_kv_equals_memory():
 
 def _step_by_step(layer, x, heads, depth, decode_index=lambda t: t):
     batch, length, _ = x.shape
-    cache = {"k": tf.zeros([batch, heads, length, depth]), "v": tf.zeros([batch, heads, length, depth])}
+    cache = {"k": attention.empty_cache([batch, heads, length, depth], tf.float32),
+             "v": attention.empty_cache([batch, heads, length, depth], tf.float32)}
     bias = attention.causal_bias(length)
     outputs = []
     for t in range(length):
@@ -176,8 +177,9 @@ def test_cached_decoding_with_tensor_index_in_a_tf_function():
 
     @tf.function
     def decode(x):
-        cache = {"k": tf.zeros([3, heads, length, hidden // heads]),
-                 "v": tf.zeros([3, heads, length, hidden // heads])}
+        # Buffers from empty_cache: the cache is written in place (see write_position).
+        cache = {"k": attention.empty_cache([3, heads, length, hidden // heads], tf.float32),
+                 "v": attention.empty_cache([3, heads, length, hidden // heads], tf.float32)}
         outputs = tf.TensorArray(tf.float32, size=length)
 
         def body(i, cache_k, cache_v, outputs):
@@ -193,3 +195,38 @@ def test_cached_decoding_with_tensor_index_in_a_tf_function():
         return tf.transpose(outputs.stack(), [1, 0, 2])
 
     np.testing.assert_allclose(decode(x).numpy(), full, rtol=1e-5, atol=1e-5)
+
+
+def test_write_position_writes_one_position_in_place_of_an_owned_buffer():
+    @tf.function
+    def write_twice():
+        buffer = attention.empty_cache([2, 3, 4, 5], tf.float32)
+        buffer = attention.write_position(buffer, tf.ones([2, 3, 1, 5]), 1)
+        return attention.write_position(buffer, 2 * tf.ones([2, 3, 1, 5]), tf.constant(3))
+
+    expected = np.zeros([2, 3, 4, 5], np.float32)
+    expected[:, :, 1], expected[:, :, 3] = 1, 2
+    for _ in range(2):  # every call starts from a fresh zero buffer
+        np.testing.assert_array_equal(write_twice().numpy(), expected)
+
+
+def test_attention_over_beam_slots_matches_attention_over_reordered_caches():
+    # 2 examples x 3 beams; each hypothesis' 4 past positions come from various slots.
+    rng = np.random.default_rng(0)
+    batch, beams, heads, length, depth = 2, 3, 2, 4, 5
+    q = tf.constant(rng.normal(size=[batch * beams, heads, 1, depth]), tf.float32)
+    k = tf.constant(rng.normal(size=[batch * beams, heads, length, depth]), tf.float32)
+    v = tf.constant(rng.normal(size=[batch * beams, heads, length, depth]), tf.float32)
+    slot_of = rng.integers(0, beams, size=[batch * beams, length])
+    ancestry = tf.one_hot(slot_of, beams)
+    bias = tf.constant([0.0, 0.0, 0.0, -1e9])[None, None, None, :]  # position 3 not yet written
+    got = attention.attend_over_beam_slots(q, k, v, bias, ancestry).numpy()
+
+    example = np.arange(batch * beams) // beams
+    rows = example[:, None] * beams + slot_of  # [B*K, L]: cache row of each position
+    positions = np.arange(length)
+    k_gathered = k.numpy()[rows, :, positions[None, :]].transpose(0, 2, 1, 3)  # [B*K, N, L, D]
+    v_gathered = v.numpy()[rows, :, positions[None, :]].transpose(0, 2, 1, 3)
+    logits = tf.matmul(q, k_gathered, transpose_b=True) + bias
+    want = tf.matmul(tf.nn.softmax(logits), v_gathered).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -30,6 +30,7 @@ setup(
         "dev": ["pytest>=8", "pytest-timeout", "ruff"],
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
+        "tuning": ["optuna>=4.0", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots
     },
     entry_points={
         "console_scripts": [
@@ -39,6 +40,9 @@ setup(
             "t2t-exporter=t2t.bin.t2t_exporter:run",
             "t2t-bleu=t2t.bin.t2t_bleu:run",
             "t2t-avg-all=t2t.bin.t2t_avg_all:run",
+            "t2t-tuner=t2t.bin.t2t_tuner:run",
+            "t2t-launch=t2t.bin.t2t_launch:run",
+            "t2t-make-tf-configs=t2t.bin.t2t_make_tf_configs:run",
         ],
     },
 )

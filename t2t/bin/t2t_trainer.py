@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 
 from absl import app, flags
 
@@ -46,6 +47,22 @@ flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"],
 flags.DEFINE_integer("worker_gpu", 0, "GPUs to mirror over (-1: all visible).")
 flags.DEFINE_integer("cpu_devices", 0, "Mirror over this many logical CPU devices (testing "
                      "multi-replica training without GPUs).")
+flags.DEFINE_string("worker_hosts", "", "Multi-worker training without a TF_CONFIG: "
+                    "'host:port,host:port' of every worker (this one at --worker_id).")
+flags.DEFINE_integer("worker_id", 0, "This worker's index in --worker_hosts.")
+flags.DEFINE_integer("worker_replicas", 0, "Number of workers (checked against --worker_hosts).")
+flags.DEFINE_enum("all_reduce", "auto", ["auto", "ring", "nccl"],
+                  "Multi-worker all-reduce implementation.")
+flags.DEFINE_float("collective_timeout", 300.0, "Seconds a multi-worker collective may wait "
+                   "for the other workers before the job fails (0: forever).")
+flags.DEFINE_integer("ps_replicas", 0, "Parameter servers (with --sync=false and a TF_CONFIG "
+                     "that lists them; see t2t-launch --num_ps).")
+flags.DEFINE_bool("sync", True, "Synchronous training; --sync=false with ps tasks: "
+                  "asynchronous ParameterServerStrategy.")
+flags.DEFINE_bool("use_tpu", False, "Train on a Cloud TPU (TPUStrategy).")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address for --use_tpu ('local' on a TPU VM).")
+flags.DEFINE_alias("master", "tpu")
+flags.DEFINE_alias("cloud_tpu_name", "tpu")
 flags.DEFINE_bool("dry_run", False, "Print the resolved problem, model, hparams and "
                   "strategy, then exit without training.")
 
@@ -63,6 +80,35 @@ def trainer_config():
         if FLAGS[name].present or not hasattr(config, name):
             setattr(config, name, FLAGS[name].value)
     return config
+
+
+def _wait_for_data(problem, data_dir: str, timeout_s: float = 3600.0, poll_s: float = 2.0) -> None:
+    """Blocks until the chief has written every split (and vocabulary) of `problem`."""
+    from t2t.problems import problem as problem_lib
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            for split in problem.splits:
+                problem.data_files(data_dir, split.name)
+            problem.hparams(data_dir)
+            return
+        except (problem_lib.DataMissingError, FileNotFoundError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(poll_s)
+
+
+def strategy_config_from_flags():
+    from t2t.trainer import strategy as strategy_lib
+
+    return strategy_lib.StrategyConfig(
+        worker_gpu=FLAGS.worker_gpu, cpu_devices=FLAGS.cpu_devices,
+        worker_hosts=FLAGS.worker_hosts, worker_id=FLAGS.worker_id,
+        worker_replicas=FLAGS.worker_replicas, all_reduce=FLAGS.all_reduce,
+        collective_timeout_s=FLAGS.collective_timeout, ps_replicas=FLAGS.ps_replicas,
+        sync=FLAGS.sync, use_tpu=FLAGS.use_tpu, tpu=FLAGS.tpu,
+    )
 
 
 def default_output_dir() -> str:
@@ -101,16 +147,17 @@ def main(argv: list[str]) -> None:
     from t2t.problems import problem as problem_lib
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
-    from t2t.trainer.trainer import NonFiniteLossError, Trainer
+    from t2t.trainer.trainer import ClusterError, NonFiniteLossError, Trainer
 
     data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
     tmp_dir = os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp"))
     output_dir = os.path.expanduser(FLAGS.output_dir or default_output_dir())
     try:
         # The strategy first: splitting the CPU must happen before TensorFlow starts.
-        strategy = strategy_lib.create_strategy(
-            strategy_lib.StrategyConfig(worker_gpu=FLAGS.worker_gpu, cpu_devices=FLAGS.cpu_devices)
-        )
+        strategy_config = strategy_config_from_flags()
+        if strategy_lib.serve_if_cluster_member(strategy_config):
+            return  # a ps or worker task of parameter-server training: served until killed
+        strategy = strategy_lib.create_strategy(strategy_config)
         problem = registry.problem(FLAGS.problem)
         registry.model(FLAGS.model)
         hparams = create_hparams(FLAGS.hparams_set, FLAGS.hparams)
@@ -118,13 +165,16 @@ def main(argv: list[str]) -> None:
         if FLAGS.dry_run:
             _print_dry_run(problem, hparams, strategy, config, output_dir, data_dir)
             return
-        if FLAGS.generate_data:
+        if FLAGS.generate_data and strategy_lib.is_chief(strategy):
             problem.generate_data(data_dir, tmp_dir, mirror=FLAGS.data_mirror)
+        elif FLAGS.generate_data:  # one writer per cluster: the others wait for its data
+            _wait_for_data(problem, data_dir)
         if not FLAGS.output_dir:
             print(f"No --output_dir given: writing to {output_dir}")
         os.makedirs(output_dir, exist_ok=True)
-        with open(os.path.join(output_dir, "flags.txt"), "w", encoding="utf-8") as f:
-            f.write(FLAGS.flags_into_string())
+        if strategy_lib.is_chief(strategy):
+            with open(os.path.join(output_dir, "flags.txt"), "w", encoding="utf-8") as f:
+                f.write(FLAGS.flags_into_string())
         trainer = Trainer(
             problem, FLAGS.model, hparams, data_dir, output_dir, config, strategy,
             run_info={"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams},
@@ -141,10 +191,11 @@ def main(argv: list[str]) -> None:
             trainer.evaluate()
         else:
             trainer.continuous_eval()
-        gin_config.save_config(output_dir)
+        if trainer.is_chief:
+            gin_config.save_config(output_dir)
     except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
-            FileNotFoundError) as e:
+            ClusterError, FileNotFoundError) as e:
         common_flags.fail(str(e))
     except KeyboardInterrupt:
         sys.exit(130)

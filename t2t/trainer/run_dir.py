@@ -51,11 +51,13 @@ def _read_json(path: str) -> Any:
         return json.load(f)
 
 
-def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *, has_checkpoint: bool) -> list[str]:
+def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
+                     has_checkpoint: bool, record: bool = True) -> list[str]:
     """Refuses to resume a run with another problem/model or structural hparams.
 
     Returns warnings about non-structural hparams that changed (e.g. dropout), which
-    take effect from the resumed step. Records run.json and hparams.json.
+    take effect from the resumed step. Records run.json and hparams.json unless
+    `record` is False (the non-chief processes of a cluster only check).
     """
     os.makedirs(output_dir, exist_ok=True)
     run_path, hparams_path = os.path.join(output_dir, RUN_FILE), os.path.join(output_dir, HPARAMS_FILE)
@@ -81,6 +83,8 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *, 
                 f"load its weights)."
             )
         warnings = [f"hparam {k} changed from {old!r} to {new!r} on resume" for k, (old, new) in sorted(diff.items())]
+    if not record:
+        return warnings
     if not (has_checkpoint and os.path.exists(run_path)):
         _write_json(run_path, run)
     _write_json(hparams_path, hparams.values())

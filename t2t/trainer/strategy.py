@@ -4,23 +4,47 @@
 - worker_gpu=N (N > 1, or -1 for all visible GPUs): MirroredStrategy over N GPUs;
 - cpu_devices=N (N > 1): MirroredStrategy over N logical CPU devices, for trying
   multi-replica training (and testing it) on a machine without GPUs. It must be chosen
-  before TensorFlow initializes its devices, i.e. first thing in the process.
+  before TensorFlow initializes its devices, i.e. first thing in the process;
+- a TF_CONFIG (environment, or built from worker_hosts + worker_id) whose cluster has
+  no "ps" job: MultiWorkerMirroredStrategy, synchronous all-reduce between processes
+  (all_reduce auto|ring|nccl), each collective bounded by collective_timeout_s so a
+  lost worker ends the job with an error instead of a hang;
+- a TF_CONFIG with "ps" tasks and sync=False: ParameterServerStrategy, asynchronous
+  training driven by the chief through a ClusterCoordinator; the "ps" and "worker"
+  tasks only serve (`serve_if_cluster_member`);
+- use_tpu (tpu=name or grpc address): TPUStrategy through TPUClusterResolver.
 `batch_size` stays per replica (as in Tensor2Tensor), so the global batch is
-batch_size * num_replicas.
+batch_size * num_replicas: scale the learning rate (or warmup) with the replica count
+if a larger global batch needs it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+from typing import Any
 
 import tensorflow as tf
 from absl import logging
+
+ALL_REDUCE_CHOICES = ("auto", "ring", "nccl")
 
 
 @dataclasses.dataclass
 class StrategyConfig:
     worker_gpu: int = 0  # GPUs for MirroredStrategy; -1: all visible; 0/1: one device
     cpu_devices: int = 0  # >1: MirroredStrategy over this many logical CPU devices
+    tf_config: str | None = None  # cluster JSON; None: $TF_CONFIG
+    worker_hosts: str = ""  # "host:port,..." : builds a multi-worker TF_CONFIG
+    worker_id: int = 0  # this process' index in worker_hosts
+    worker_replicas: int = 0  # if set, must equal the number of worker hosts
+    all_reduce: str = "auto"  # MultiWorkerMirroredStrategy's communication
+    collective_timeout_s: float = 300.0  # per collective op; 0: wait forever
+    ps_replicas: int = 0  # with sync=False: parameter-server training
+    sync: bool = True
+    use_tpu: bool = False
+    tpu: str | None = None  # TPU name or grpc://address
 
 
 class StrategyError(ValueError):
@@ -44,11 +68,164 @@ def split_cpu(num_devices: int) -> list[str]:
     return [d.name for d in tf.config.list_logical_devices("CPU")][:num_devices]
 
 
+# ------------------------------------------------------------------ cluster
+def cluster_config(config: StrategyConfig) -> dict[str, Any] | None:
+    """The run's TF_CONFIG as a dict ({"cluster": ..., "task": ...}), or None.
+
+    worker_hosts builds one (and replaces $TF_CONFIG for this process); otherwise
+    config.tf_config or $TF_CONFIG is parsed and checked."""
+    if config.worker_hosts:
+        hosts = [h.strip() for h in config.worker_hosts.split(",") if h.strip()]
+        if config.worker_replicas and config.worker_replicas != len(hosts):
+            raise StrategyError(
+                f"--worker_replicas={config.worker_replicas} but --worker_hosts lists "
+                f"{len(hosts)} host(s); give one host:port per worker."
+            )
+        if not 0 <= config.worker_id < len(hosts):
+            raise StrategyError(
+                f"--worker_id={config.worker_id} is not an index of the {len(hosts)} "
+                f"--worker_hosts (0..{len(hosts) - 1})."
+            )
+        cluster = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": config.worker_id}}
+        os.environ["TF_CONFIG"] = json.dumps(cluster)  # the resolvers read the environment
+        return cluster
+    if config.worker_replicas > 1:
+        raise StrategyError(
+            f"--worker_replicas={config.worker_replicas} needs --worker_hosts (one host:port "
+            f"per worker) or a TF_CONFIG in the environment (t2t-launch writes them)."
+        )
+    raw = config.tf_config if config.tf_config is not None else os.environ.get("TF_CONFIG", "")
+    if not raw.strip():
+        return None
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise StrategyError(f"TF_CONFIG is not valid JSON ({e}): {raw[:200]!r}") from e
+    cluster = parsed.get("cluster") if isinstance(parsed, dict) else None
+    if not cluster:
+        return None  # a TF_CONFIG without a cluster (e.g. only "environment") is local
+    task = parsed.get("task") or {}
+    task_type, index = task.get("type"), task.get("index", 0)
+    if task_type not in cluster or not 0 <= int(index) < len(cluster[task_type]):
+        raise StrategyError(
+            f"TF_CONFIG's task {task!r} is not in its cluster {sorted(cluster)}: set "
+            f'"task": {{"type": one of {sorted(cluster)}, "index": i}}.'
+        )
+    return parsed
+
+
+def _uses_parameter_servers(tf_config: dict[str, Any] | None, config: StrategyConfig) -> bool:
+    has_ps = bool(tf_config and tf_config["cluster"].get("ps"))
+    if config.ps_replicas > 0 or has_ps:
+        if config.sync:
+            raise StrategyError(
+                "synchronous training with parameter servers does not exist in TF2: use "
+                "--sync=false for asynchronous ParameterServerStrategy, or drop the ps "
+                "tasks for synchronous MultiWorkerMirroredStrategy."
+            )
+        if not has_ps:
+            raise StrategyError(
+                f"--ps_replicas={config.ps_replicas} needs a TF_CONFIG whose cluster has "
+                f'"chief", "worker" and "ps" tasks: start the job with '
+                f"t2t-launch --num_workers=N --num_ps=M -- t2t-trainer ..."
+            )
+        if config.ps_replicas and config.ps_replicas != len(tf_config["cluster"]["ps"]):
+            raise StrategyError(
+                f"--ps_replicas={config.ps_replicas} but TF_CONFIG lists "
+                f"{len(tf_config['cluster']['ps'])} ps task(s)."
+            )
+        if "chief" not in tf_config["cluster"]:
+            raise StrategyError('parameter-server training needs a "chief" task in TF_CONFIG.')
+        return True
+    return False
+
+
+def serve_if_cluster_member(config: StrategyConfig) -> bool:
+    """In parameter-server training the "ps" and "worker" tasks only run a server:
+    starts it and blocks (until killed) when this process is one; False otherwise."""
+    tf_config = cluster_config(config)
+    if not _uses_parameter_servers(tf_config, config):
+        return False
+    task = tf_config["task"]
+    if task["type"] not in ("ps", "worker"):
+        return False
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    # Workers run the chief's functions; keep their inter-op pools from starving.
+    if task["type"] == "worker":
+        tf.config.threading.set_inter_op_parallelism_threads(4)
+    server = tf.distribute.Server(
+        resolver.cluster_spec(), job_name=task["type"], task_index=int(task.get("index", 0)),
+        protocol=resolver.rpc_layer or "grpc", start=True,
+    )
+    logging.info("Serving as %s %s for parameter-server training.", task["type"], task.get("index", 0))
+    server.join()
+    return True
+
+
+def _multi_worker(config: StrategyConfig) -> tf.distribute.Strategy:
+    if config.all_reduce not in ALL_REDUCE_CHOICES:
+        raise StrategyError(
+            f"--all_reduce={config.all_reduce!r}: choose one of {', '.join(ALL_REDUCE_CHOICES)}."
+        )
+    if config.all_reduce == "nccl" and not tf.config.list_physical_devices("GPU"):
+        raise StrategyError("--all_reduce=nccl needs GPUs; use ring or auto on CPUs.")
+    implementation = {
+        "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,
+        "ring": tf.distribute.experimental.CommunicationImplementation.RING,
+        "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
+    }[config.all_reduce]
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=implementation,
+        timeout_seconds=config.collective_timeout_s or None,
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+
+
+def _parameter_server() -> tf.distribute.Strategy:
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    return tf.distribute.experimental.ParameterServerStrategy(resolver)
+
+
+def _tpu(config: StrategyConfig) -> tf.distribute.Strategy:
+    if not config.tpu:
+        raise StrategyError(
+            "--use_tpu needs --tpu=NAME_OR_GRPC_ADDRESS (aliases: --master, --cloud_tpu_name), "
+            "e.g. --tpu=my-tpu or --tpu=grpc://10.0.0.2:8470; 'local' for a TPU VM."
+        )
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=config.tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except Exception as e:  # resolver/connection errors have many types; all mean "no TPU"
+        raise StrategyError(
+            f"no TPU reachable at --tpu={config.tpu!r} ({type(e).__name__}: "
+            f"{str(e).strip()[:300]}). Check the name/address and that this machine may "
+            f"reach it, or drop --use_tpu."
+        ) from e
+    return tf.distribute.TPUStrategy(resolver)
+
+
 def create_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
     """The strategy `config` asks for; StrategyError when the machine cannot do it."""
-    if config.cpu_devices and config.cpu_devices > 1:
-        if config.worker_gpu and config.worker_gpu > 1:
-            raise StrategyError("--cpu_devices and --worker_gpu cannot be combined; choose one.")
+    tf_config = cluster_config(config)
+    wants_gpus = config.worker_gpu > 1 or config.worker_gpu == -1
+    chosen = [name for name, on in (
+        ("--use_tpu", config.use_tpu),
+        ("--cpu_devices", config.cpu_devices > 1),
+        # A multi-worker cluster mirrors over each worker's local GPUs by itself.
+        ("--worker_gpu", wants_gpus and tf_config is None),
+        ("a cluster (TF_CONFIG / --worker_hosts)", tf_config is not None),
+    ) if on]
+    if len(chosen) > 1:
+        raise StrategyError(f"{' and '.join(chosen)} cannot be combined; choose one.")
+    if config.use_tpu:
+        strategy = _tpu(config)
+    elif tf_config is not None:
+        if _uses_parameter_servers(tf_config, config):
+            strategy = _parameter_server()
+        else:
+            strategy = _multi_worker(config)
+    elif config.cpu_devices and config.cpu_devices > 1:
         devices = split_cpu(config.cpu_devices)
         strategy = tf.distribute.MirroredStrategy(
             devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
@@ -69,14 +246,49 @@ def create_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
             strategy = tf.distribute.OneDeviceStrategy(gpus[0].name)
         else:
             strategy = tf.distribute.get_strategy()  # the default: the CPU, no distribution
-    logging.info(
-        "Strategy: %s with %d replica(s).", type(strategy).__name__, strategy.num_replicas_in_sync
-    )
+    logging.info("Strategy: %s.", describe(strategy))
     return strategy
+
+
+# --------------------------------------------------------------- roles
+def is_parameter_server(strategy: tf.distribute.Strategy) -> bool:
+    return isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+
+
+def is_tpu(strategy: tf.distribute.Strategy) -> bool:
+    return isinstance(strategy, tf.distribute.TPUStrategy)
+
+
+def task_of(strategy: tf.distribute.Strategy) -> tuple[str | None, int]:
+    """(task type, index) of this process in its cluster; (None, 0) when not in one."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return None, 0
+    return resolver.task_type, int(resolver.task_id or 0)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes checkpoints, summaries and results: the "chief" task,
+    else worker 0 of a cluster without one, else the only process."""
+    task_type, index = task_of(strategy)
+    if task_type is None:
+        return True
+    if task_type == "chief":
+        return True
+    resolver = strategy.cluster_resolver
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and index == 0 and not has_chief
 
 
 def describe(strategy: tf.distribute.Strategy) -> str:
     name = type(strategy).__name__
     if name == "_DefaultDistributionStrategy":
         name = "default (one device)"
-    return f"{name}, {strategy.num_replicas_in_sync} replica(s)"
+    text = f"{name}, {strategy.num_replicas_in_sync} replica(s)"
+    task_type, index = task_of(strategy)
+    if task_type is not None:
+        spec = strategy.cluster_resolver.cluster_spec().as_dict()
+        jobs = ", ".join(f"{len(v)} {k}" for k, v in sorted(spec.items()))
+        text += f", cluster of {jobs}; this is {task_type} {index}"
+        text += " (chief)" if is_chief(strategy) else ""
+    return text

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import shutil
 import signal
 import time
 from typing import Any
@@ -44,6 +45,15 @@ def _is_trackable(obj: Any) -> bool:
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+class ClusterError(RuntimeError):
+    """Another process of a multi-worker run stopped answering (or failed)."""
+
+
+# What a collective or a remote call raises when a peer process is gone or too slow.
+_PEER_ERRORS = (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
+                tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
 
 
 @gin.configurable
@@ -126,6 +136,23 @@ class Trainer:
                 )
             keras.mixed_precision.set_global_policy(f"mixed_{config.mixed_precision}")
         self.problem_hparams = problem.hparams(data_dir)
+        self.is_chief = strategy_lib.is_chief(self.strategy)
+        self.parameter_server = strategy_lib.is_parameter_server(self.strategy)
+        self.multi_worker = strategy_lib.task_of(self.strategy)[0] is not None
+        if strategy_lib.is_tpu(self.strategy):
+            # TPUs compile one program per shape: fixed [batch, max_length] batches.
+            if not self.hparams.get("max_length", 0):
+                raise ValueError("TPU training needs fixed shapes: set --hparams=max_length=N.")
+            if "static_shapes" in self.hparams:
+                self.hparams.set_hparam("static_shapes", True)
+            else:
+                self.hparams.add_hparam("static_shapes", True)
+        # Non-chief processes write their (needed) checkpoints to a scratch folder that
+        # is removed; summaries and results come from the chief only.
+        self.checkpoint_dir = output_dir
+        if not self.is_chief:
+            task_type, index = strategy_lib.task_of(self.strategy)
+            self.checkpoint_dir = os.path.join(output_dir, "tmp_workers", f"{task_type}_{index}")
         self._stop_requested = False
         self.loss_history: list[tuple[int, float]] = []  # (step, training loss) of this process
         self._build(run_info or {})
@@ -138,6 +165,7 @@ class Trainer:
             {"problem": self.problem.name, "model": self.model_name, **run_info},
             self.hparams,
             has_checkpoint=tf.train.latest_checkpoint(self.output_dir) is not None,
+            record=self.is_chief,
         )
         for warning in warnings:
             logging.warning(warning)
@@ -163,10 +191,16 @@ class Trainer:
             items["train_iterator"] = self.train_iterator
         self.checkpoint = tf.train.Checkpoint(**items)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, self.output_dir, max_to_keep=self.config.keep_checkpoint_max
+            self.checkpoint, self.checkpoint_dir,
+            max_to_keep=self.config.keep_checkpoint_max if self.is_chief else 1,
         )
-        self.train_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
-        self.eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
+        if self.is_chief:
+            self.train_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "train"))
+            self.eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
+        else:
+            self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
+        if self.parameter_server:
+            self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(self.strategy)
         self._train_step = self._make_train_step()
         self._eval_step = None
 
@@ -174,10 +208,14 @@ class Trainer:
         config = self.input_config
         if seed_offset and config.seed is not None:
             config = dataclasses.replace(config, seed=config.seed + seed_offset)
-        return iter(self.strategy.distribute_datasets_from_function(
-            input_pipeline.make_input_fn(self.problem, problem_lib.TRAIN, self.data_dir,
-                                         self.hparams, config)
-        ))
+        dataset_fn = input_pipeline.make_input_fn(
+            self.problem, problem_lib.TRAIN, self.data_dir, self.hparams, config
+        )
+        if self.parameter_server:  # each worker reads its own copy of the pipeline
+            return iter(self.coordinator.create_per_worker_dataset(
+                lambda: self.strategy.distribute_datasets_from_function(dataset_fn)
+            ))
+        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
 
     def _train_iterator(self, latest: str | None):
         """(iterator, whether its position is checkpointed).
@@ -258,14 +296,29 @@ class Trainer:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss, grad_norm, counts
 
+        def replica_step_with_stop(features, stop):
+            loss, grad_norm, counts = replica_step(features)
+            return loss, grad_norm, counts, tf.identity(stop)  # a per-replica value
+
         @tf.function
-        def train_step(iterator):
-            loss, grad_norm, counts = strategy.run(replica_step, args=(next(iterator),))
+        def train_step(iterator, stop):
+            loss, grad_norm, counts, stops = strategy.run(
+                replica_step_with_stop, args=(next(iterator), stop)
+            )
             total = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
             norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
             counts = strategy.reduce(tf.distribute.ReduceOp.SUM, counts, axis=None)
-            return total, norm, counts
+            # Any process asked to stop (SIGTERM): all stop after this step, together.
+            stops = strategy.reduce(tf.distribute.ReduceOp.SUM, stops, axis=None)
+            return total, norm, counts, stops
 
+        if self.parameter_server:
+            @tf.function
+            def ps_train_step(iterator):  # runs on one worker, scheduled by the chief
+                loss, grad_norm, counts = strategy.run(replica_step, args=(next(iterator),))
+                return loss, grad_norm, counts
+
+            return ps_train_step
         return train_step
 
     # ---------------------------------------------------------------- train
@@ -282,11 +335,42 @@ class Trainer:
         return lambda: signal.signal(signal.SIGTERM, previous)
 
     def save(self) -> str | None:
-        """Writes a checkpoint at the current step (unless one exists for it)."""
+        """Writes a checkpoint at the current step (unless one exists for it).
+
+        Every process of a multi-worker run saves (saving may run collectives); the
+        non-chief ones write into a scratch folder that is removed at once."""
         step = self.step
         if self.manager.latest_checkpoint and self.manager.latest_checkpoint.endswith(f"-{step}"):
             return self.manager.latest_checkpoint
-        return self.manager.save(checkpoint_number=step)
+        path = self.manager.save(checkpoint_number=step)
+        if not self.is_chief:
+            shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            self.manager = tf.train.CheckpointManager(self.checkpoint, self.checkpoint_dir, max_to_keep=1)
+            return None
+        return path
+
+    def _run_steps(self, target: int) -> tuple[float, float, list[float]]:
+        """Runs one training step (or, with parameter servers, a scheduled batch of
+        steps up to the next log/checkpoint/eval boundary or `target`).
+
+        Returns (loss, gradient norm, [examples, tokens]) of the last step."""
+        if not self.parameter_server:
+            stop = tf.constant(1.0 if self._stop_requested else 0.0)
+            loss, grad_norm, counts, stops = self._train_step(self.train_iterator, stop)
+            if float(stops) > 0:
+                self._stop_requested = True
+            return float(loss), float(grad_norm), counts.numpy().tolist()
+        config, step = self.config, self.step
+        boundary = min(target, *(
+            (step // every + 1) * every
+            for every in (config.log_every_steps, config.save_checkpoints_steps,
+                          config.local_eval_frequency) if every > 0
+        ))
+        results = [self.coordinator.schedule(self._train_step, args=(self.train_iterator,))
+                   for _ in range(max(boundary - step, 1))]
+        self.coordinator.join()
+        loss, grad_norm, counts = results[-1].fetch()
+        return float(loss), float(grad_norm), [float(c) for c in counts]
 
     def train(self, until_step: int | None = None, evaluate_every: bool = False) -> dict[str, float]:
         """Trains to `until_step` (default train_steps); evaluates on the way if asked."""
@@ -300,9 +384,18 @@ class Trainer:
         last_metrics: dict[str, float] = {}
         try:
             while self.step < target and not self._stop_requested:
-                loss, grad_norm, counts = self._train_step(self.train_iterator)
+                try:
+                    loss_value, grad_norm, counts = self._run_steps(target)
+                except _PEER_ERRORS as e:
+                    if not (self.multi_worker or self.parameter_server):
+                        raise
+                    raise ClusterError(
+                        f"Training stopped at step {self.step}: another process of the cluster "
+                        f"failed or stopped answering ({type(e).__name__}: {str(e)[:300]}). "
+                        f"The last checkpoint ({tf.train.latest_checkpoint(self.output_dir) or 'none yet'}) "
+                        f"is kept: re-run the same launch command to resume from it."
+                    ) from e
                 step = self.step
-                loss_value = float(loss)
                 self.loss_history.append((step, loss_value))
                 if not math.isfinite(loss_value):
                     raise NonFiniteLossError(
@@ -311,7 +404,7 @@ class Trainer:
                         f"Try a lower learning rate (--hparams=learning_rate_constant=...), "
                         f"gradient clipping (clip_grad_norm) or float32."
                     )
-                examples, tokens = counts.numpy().tolist()
+                examples, tokens = counts
                 line = progress.update(step, loss_value, examples, tokens)
                 if line is not None:
                     lr = float(self.learning_rate(step))
@@ -319,7 +412,7 @@ class Trainer:
                     with self.train_writer.as_default(step=step):
                         tf.summary.scalar("loss", loss_value)
                         tf.summary.scalar("learning_rate", lr)
-                        tf.summary.scalar("gradient_global_norm", float(grad_norm))
+                        tf.summary.scalar("gradient_global_norm", grad_norm)
                         for name, value in progress.rates().items():
                             tf.summary.scalar(name, value)
                 if step % config.save_checkpoints_steps == 0:
@@ -346,12 +439,13 @@ class Trainer:
 
     # ------------------------------------------------------------- evaluate
     def _eval_dataset(self):
-        return self.strategy.distribute_datasets_from_function(
-            input_pipeline.make_input_fn(
-                self.problem, problem_lib.EVAL, self.data_dir, self.hparams,
-                dataclasses.replace(self.input_config, deterministic=True),
-            )
+        dataset_fn = input_pipeline.make_input_fn(
+            self.problem, problem_lib.EVAL, self.data_dir, self.hparams,
+            dataclasses.replace(self.input_config, deterministic=True),
         )
+        if self.parameter_server:  # the chief evaluates by itself, reading the ps variables
+            return dataset_fn(None)
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     def _make_eval_step(self, metric_names: list[str]):
         model, strategy = self.model, self.strategy
@@ -363,6 +457,9 @@ class Trainer:
             )
             results["loss"] = losses["training"]
             return results
+
+        if self.parameter_server:
+            return tf.function(replica_step, reduce_retracing=True)
 
         # Dev batches come in several bucket shapes: trace once for unknown lengths.
         @tf.function(reduce_retracing=True)
@@ -389,6 +486,8 @@ class Trainer:
             batches += 1
         results = accumulator.result()
         step = self.step
+        if not self.is_chief:
+            return results
         run_dir.append_eval_results(self.output_dir, step, results)
         with self.eval_writer.as_default(step=step):
             for name, value in results.items():

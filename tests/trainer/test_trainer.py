@@ -110,11 +110,11 @@ def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
     trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
     real_step, calls = trainer._train_step, []
 
-    def interrupted(iterator):
+    def interrupted(iterator, stop):
         calls.append(1)
         if len(calls) == 4:
             raise KeyboardInterrupt
-        return real_step(iterator)
+        return real_step(iterator, stop)
 
     trainer._train_step = interrupted
     with pytest.raises(KeyboardInterrupt):
@@ -127,11 +127,11 @@ def test_sigterm_saves_and_stops(data_dir, tmp_path):
     trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
     real_step, calls = trainer._train_step, []
 
-    def step_then_signal(iterator):
+    def step_then_signal(iterator, stop):
         calls.append(1)
         if len(calls) == 2:
             os.kill(os.getpid(), signal.SIGTERM)
-        return real_step(iterator)
+        return real_step(iterator, stop)
 
     trainer._train_step = step_then_signal
     trainer.train()

@@ -21,8 +21,10 @@ if a larger global batch needs it.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
+import socket
 from typing import Any
 
 import tensorflow as tf
@@ -186,12 +188,49 @@ def _parameter_server() -> tf.distribute.Strategy:
     return tf.distribute.experimental.ParameterServerStrategy(resolver)
 
 
+def _can_connect(host: str, port: int, timeout_s: float = 3.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def _check_tpu_reachable(tpu: str) -> None:
+    """Fails fast where TensorFlow's TPU resolver would retry for minutes."""
+    if tpu == "local":
+        if not glob.glob("/dev/accel*") and not glob.glob("/dev/vfio/*"):
+            raise StrategyError(
+                "--tpu=local but this machine has no TPU devices (/dev/accel*): run on a "
+                "TPU VM, or give --tpu=NAME / grpc://ADDRESS:8470."
+            )
+        return
+    if tpu.startswith("grpc://"):
+        host, _, port = tpu[len("grpc://"):].rpartition(":")
+        if not host or not port.isdigit():
+            raise StrategyError(f"--tpu={tpu!r}: a TPU address looks like grpc://10.0.0.2:8470.")
+        if not _can_connect(host, int(port)):
+            raise StrategyError(
+                f"no TPU reachable at --tpu={tpu!r}: nothing answers on {host}:{port}. Check "
+                f"the address and the firewall, or drop --use_tpu."
+            )
+        return
+    # A TPU name is resolved through Google Cloud, starting with the metadata server.
+    if not _can_connect("metadata.google.internal", 80):
+        raise StrategyError(
+            f"cannot resolve --tpu={tpu!r}: TPU names are looked up through Google Cloud and "
+            f"its metadata server is unreachable from here. Run on a Google Cloud VM, or "
+            f"give the TPU's address: --tpu=grpc://ADDRESS:8470."
+        )
+
+
 def _tpu(config: StrategyConfig) -> tf.distribute.Strategy:
     if not config.tpu:
         raise StrategyError(
             "--use_tpu needs --tpu=NAME_OR_GRPC_ADDRESS (aliases: --master, --cloud_tpu_name), "
             "e.g. --tpu=my-tpu or --tpu=grpc://10.0.0.2:8470; 'local' for a TPU VM."
         )
+    _check_tpu_reachable(config.tpu)
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=config.tpu)
         tf.config.experimental_connect_to_cluster(resolver)

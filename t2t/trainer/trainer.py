@@ -180,6 +180,8 @@ class Trainer:
             )
             self.optimizer.build(self.model.trainable_variables)
         self.num_replicas = self.strategy.num_replicas_in_sync
+        if self.parameter_server:  # schedules the steps on the workers
+            self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(self.strategy)
         latest = tf.train.latest_checkpoint(self.output_dir)
         if latest:
             self._restore_model(latest)
@@ -199,8 +201,6 @@ class Trainer:
             self.eval_writer = tf.summary.create_file_writer(os.path.join(self.output_dir, "eval"))
         else:
             self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
-        if self.parameter_server:
-            self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(self.strategy)
         self._train_step = self._make_train_step()
         self._eval_step = None
 
@@ -245,7 +245,7 @@ class Trainer:
                 f"The checkpoint {latest} does not match model {self.model_name!r} with "
                 f"these hparams ({str(e)[:300]}). Use a new --output_dir."
             ) from e
-        logging.info("Resumed from %s at step %d.", latest, self.step)
+        print(f"Resumed from {latest} at step {self.step}.", flush=True)
 
     def _warm_start(self, warm_start_from: str) -> None:
         path = warm_start_from
@@ -345,6 +345,10 @@ class Trainer:
         path = self.manager.save(checkpoint_number=step)
         if not self.is_chief:
             shutil.rmtree(self.checkpoint_dir, ignore_errors=True)
+            try:  # the shared scratch parent, once the last worker's folder is gone
+                os.rmdir(os.path.dirname(self.checkpoint_dir))
+            except OSError:
+                pass
             self.manager = tf.train.CheckpointManager(self.checkpoint, self.checkpoint_dir, max_to_keep=1)
             return None
         return path
@@ -391,7 +395,8 @@ class Trainer:
                         raise
                     raise ClusterError(
                         f"Training stopped at step {self.step}: another process of the cluster "
-                        f"failed or stopped answering ({type(e).__name__}: {str(e)[:300]}). "
+                        f"failed or stopped answering ({type(e).__name__}: "
+                        f"{(str(e).strip().splitlines() or [''])[0][:200]}). "
                         f"The last checkpoint ({tf.train.latest_checkpoint(self.output_dir) or 'none yet'}) "
                         f"is kept: re-run the same launch command to resume from it."
                     ) from e

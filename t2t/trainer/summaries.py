@@ -48,8 +48,9 @@ class Progress:
         eta = (self.target - step) / steps_per_s if steps_per_s > 0 else float("inf")
         self.window_start, self.window_step = now, step
         self.window_tokens = self.window_examples = 0.0
-        rate = (f"{self._rates['tokens_per_sec']:,.0f} tokens/s" if self._rates["tokens_per_sec"]
-                else f"{self._rates['examples_per_sec']:,.1f} examples/s")
+        rate = f"{self._rates['examples_per_sec']:,.1f} examples/s"
+        if self._rates["tokens_per_sec"]:
+            rate = f"{self._rates['tokens_per_sec']:,.0f} tokens/s {rate}"
         return (f"step {step}/{self.target} loss {loss:.4f} {steps_per_s:.2f} steps/s "
                 f"{rate} ETA {_duration(eta)}")
 

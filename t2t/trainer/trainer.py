@@ -357,7 +357,8 @@ class Trainer:
         """Runs one training step (or, with parameter servers, a scheduled batch of
         steps up to the next log/checkpoint/eval boundary or `target`).
 
-        Returns (loss, gradient norm, [examples, tokens]) of the last step."""
+        Returns the last step's loss and gradient norm, and [examples, tokens] of all
+        the steps run."""
         if not self.parameter_server:
             stop = tf.constant(1.0 if self._stop_requested else 0.0)
             loss, grad_norm, counts, stops = self._train_step(self.train_iterator, stop)
@@ -373,8 +374,9 @@ class Trainer:
         results = [self.coordinator.schedule(self._train_step, args=(self.train_iterator,))
                    for _ in range(max(boundary - step, 1))]
         self.coordinator.join()
-        loss, grad_norm, counts = results[-1].fetch()
-        return float(loss), float(grad_norm), [float(c) for c in counts]
+        loss, grad_norm, _ = results[-1].fetch()
+        counts = [sum(float(r.fetch()[2][i]) for r in results) for i in range(2)]
+        return float(loss), float(grad_norm), counts  # counts: of all the steps run
 
     def train(self, until_step: int | None = None, evaluate_every: bool = False) -> dict[str, float]:
         """Trains to `until_step` (default train_steps); evaluates on the way if asked."""

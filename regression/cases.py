@@ -28,7 +28,11 @@ STRATEGIES: dict[str, tuple[str, ...] | None] = {
     "default": (),
     "mirrored_cpu_2": ("--cpu_devices=2",),
     "mirrored_gpu_8": ("--worker_gpu=8",),
-    "multi_worker_2": None,
+    "multi_worker_2": (),
+}
+# Strategy name -> t2t-launch flags: the trainer runs as a local cluster of processes.
+LAUNCHES: dict[str, tuple[str, ...]] = {
+    "multi_worker_2": ("--num_workers=2",),
 }
 
 NOT_MEASURED = "not measured yet: band set by the lead from a target, not from a run here"
@@ -126,6 +130,13 @@ CASES: tuple[Case, ...] = (
         notes="shake_shake_quick shrunk for a CPU; its cosine schedule cycles every 1000 "
               "steps (low learning rate at 1000, 3000, ...), so the run stops at a trough. "
               "Needs the dataset-fashion-mnist package.",
+    ),
+    Case(
+        name="transformer_tiny_reverse_multi_worker", **_REVERSE, train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, strategy="multi_worker_2",
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=25,
+        notes="transformer_tiny_reverse on two worker processes (t2t-launch, "
+              "MultiWorkerMirroredStrategy over 127.0.0.1).",
     ),
     Case(
         name="transformer_tiny_reverse_mirrored", **_REVERSE, train_steps=2000,

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from regression.cases import CASES, CPU_2CORE, MIRROR_SOURCES, STRATEGIES, Case
+from regression.cases import CASES, CPU_2CORE, LAUNCHES, MIRROR_SOURCES, STRATEGIES, Case
 
 DEFAULT_OUTPUT = "regression_output"
 REPORT_FILE = "report.json"
@@ -45,7 +45,8 @@ END_MARKER = "<!-- results:end -->"
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_MODULES = {"t2t-datagen": "t2t.bin.t2t_datagen", "t2t-trainer": "t2t.bin.t2t_trainer"}
+_MODULES = {"t2t-datagen": "t2t.bin.t2t_datagen", "t2t-trainer": "t2t.bin.t2t_trainer",
+            "t2t-launch": "t2t.bin.t2t_launch"}
 
 # execute(command, log, prefix) -> exit status; the default streams a subprocess.
 Execute = Callable[[list[str], TextIO, str], int]
@@ -305,6 +306,8 @@ def case_commands(case: Case, output_dir: str, trainer_extra: Sequence[str] = ()
     trainer = [*tool_command("t2t-trainer"), *case.trainer_args(),
                f"--data_dir={os.path.join(output_dir, 'data')}",
                f"--output_dir={os.path.join(output_dir, case.name)}", *trainer_extra]
+    if case.strategy in LAUNCHES:  # one trainer process per task of a local cluster
+        trainer = [*tool_command("t2t-launch"), *LAUNCHES[case.strategy], "--", *trainer]
     return datagen, trainer
 
 

@@ -99,8 +99,9 @@ def test_skip_reasons(tmp_path):
         "model 'nope' not registered", "hparams set 'nada' not registered"]
     assert runner.skip_reasons(_case(problem="algorithmic_reverse_binary40_test_rev"),
                                hardware, REGISTERED) == []
-    assert runner.skip_reasons(_case(strategy="multi_worker_2"), hardware, REGISTERED) == [
-        "strategy multi_worker_2 not supported by t2t-trainer yet"]
+    assert runner.skip_reasons(_case(strategy="multi_worker_2"), hardware, REGISTERED) == []
+    assert runner.skip_reasons(_case(strategy="nope"), hardware, REGISTERED) == [
+        "unknown strategy 'nope'"]
 
     missing = _case(data_mirror=str(tmp_path / "absent"))
     [reason] = runner.skip_reasons(missing, hardware, REGISTERED)
@@ -413,3 +414,12 @@ def test_load_registered_reads_t2t_registry():
     assert "transformer" in registered.models
     assert registered.has_problem("algorithmic_reverse_binary40_test")
     assert "transformer_tiny" in registered.hparams_sets
+
+
+def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
+    case = _case(strategy="multi_worker_2")
+    _, trainer = runner.case_commands(case, str(tmp_path))
+    separator = trainer.index("--")
+    assert any("t2t-launch" in part or "t2t_launch" in part for part in trainer[:separator])
+    assert "--num_workers=2" in trainer[:separator]
+    assert any("t2t-trainer" in part or "t2t_trainer" in part for part in trainer[separator + 1:])

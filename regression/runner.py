@@ -494,6 +494,18 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One report of several runs' cases (a later run of a case replaces an earlier);
+    each case keeps the commit it ran at; the machine is the first report's."""
+    cases: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        commit = report.get("machine", {}).get("t2t_commit")
+        for case in report.get("cases", []):
+            cases[case["name"]] = {"commit": commit, **case}
+    return {"machine": reports[0].get("machine", {}) if reports else {},
+            "cases": list(cases.values())}
+
+
 def markdown_table(report: dict[str, Any]) -> str:
     """The README's results block, from a report.json."""
     m = report.get("machine", {})
@@ -504,8 +516,8 @@ def markdown_table(report: dict[str, Any]) -> str:
         f"t2t {m.get('t2t_commit') or m.get('t2t') or '?'}.",
         "",
         "| case | problem | model / hparams_set | steps | metric | value | band | result "
-        "| minutes |",
-        "|---|---|---|---:|---|---:|---|---|---:|",
+        "| minutes | t2t commit |",
+        "|---|---|---|---:|---|---:|---|---|---:|---|",
     ]
     for c in report.get("cases", []):
         result = c["status"] + (f": {c['reason']}" if c.get("reason") else "")
@@ -513,6 +525,7 @@ def markdown_table(report: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(_md(x) for x in [
             c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
             c["metric"], _value(c.get("value")), _band(c["band"]), result, minutes,
+            c.get("commit") or m.get("t2t_commit") or "?",
         ]) + " |")
     return "\n".join(lines)
 
@@ -627,7 +640,8 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    block = markdown_table(read_report(args.report))
+    block = markdown_table(merge_reports([read_report(path) for path in args.report or
+                                          [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)]]))
     if not args.write:
         print(block)
         return 0
@@ -677,8 +691,9 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--hardware", default=None, help=hardware_help)
 
     readme = sub.add_parser("readme", help="the markdown results table of a report")
-    readme.add_argument("--report", default=os.path.join(DEFAULT_OUTPUT, REPORT_FILE),
-                        help="report.json to read (default: %(default)s)")
+    readme.add_argument("--report", action="append",
+                        help="report.json to read; repeat to merge several runs (default: "
+                             f"{os.path.join(DEFAULT_OUTPUT, REPORT_FILE)})")
     readme.add_argument("--write", metavar="README",
                         help=f"replace the block between {BEGIN_MARKER} and {END_MARKER} in "
                              f"this file")

@@ -423,3 +423,13 @@ def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
     assert any("t2t-launch" in part or "t2t_launch" in part for part in trainer[:separator])
     assert "--num_workers=2" in trainer[:separator]
     assert any("t2t-trainer" in part or "t2t_trainer" in part for part in trainer[separator + 1:])
+
+
+def test_reports_of_several_runs_merge_into_one_table():
+    first = {"machine": {"t2t_commit": "aaa", "cpu": "X"},
+             "cases": [{"name": "a", "value": 0.5}, {"name": "b", "value": 0.1}]}
+    second = {"machine": {"t2t_commit": "bbb"}, "cases": [{"name": "b", "value": 0.9}]}
+    merged = runner.merge_reports([first, second])
+    assert merged["machine"]["cpu"] == "X"
+    assert merged["cases"] == [{"commit": "aaa", "name": "a", "value": 0.5},
+                               {"commit": "bbb", "name": "b", "value": 0.9}]

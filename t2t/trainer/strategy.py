@@ -257,13 +257,11 @@ def create_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
     ) if on]
     if len(chosen) > 1:
         raise StrategyError(f"{' and '.join(chosen)} cannot be combined; choose one.")
+    parameter_servers = _uses_parameter_servers(tf_config, config)
     if config.use_tpu:
         strategy = _tpu(config)
     elif tf_config is not None:
-        if _uses_parameter_servers(tf_config, config):
-            strategy = _parameter_server()
-        else:
-            strategy = _multi_worker(config)
+        strategy = _parameter_server() if parameter_servers else _multi_worker(config)
     elif config.cpu_devices and config.cpu_devices > 1:
         devices = split_cpu(config.cpu_devices)
         strategy = tf.distribute.MirroredStrategy(

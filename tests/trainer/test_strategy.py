@@ -34,3 +34,70 @@ def test_cpu_devices_mirror_in_a_fresh_process():
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "MirroredStrategy, 2 replica(s)" in out.stdout, out.stderr[-2000:]
+
+
+def _config(**kwargs):
+    return strategy_lib.StrategyConfig(tf_config=kwargs.pop("tf_config", ""), **kwargs)
+
+
+def test_tf_config_parsing_and_its_errors(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    assert strategy_lib.cluster_config(_config()) is None
+    assert strategy_lib.cluster_config(_config(tf_config='{"environment": "cloud"}')) is None
+    with pytest.raises(strategy_lib.StrategyError, match="not valid JSON"):
+        strategy_lib.cluster_config(_config(tf_config="{worker"))
+    bad_task = '{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}}'
+    with pytest.raises(strategy_lib.StrategyError, match="not in its cluster"):
+        strategy_lib.cluster_config(_config(tf_config=bad_task))
+
+
+def test_worker_hosts_build_a_tf_config(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    built = strategy_lib.cluster_config(_config(worker_hosts="h1:1, h2:2", worker_id=1))
+    assert built == {"cluster": {"worker": ["h1:1", "h2:2"]}, "task": {"type": "worker", "index": 1}}
+    with pytest.raises(strategy_lib.StrategyError, match="--worker_id=2 is not an index"):
+        strategy_lib.cluster_config(_config(worker_hosts="h1:1,h2:2", worker_id=2))
+    with pytest.raises(strategy_lib.StrategyError, match="--worker_replicas=3 but --worker_hosts lists 2"):
+        strategy_lib.cluster_config(_config(worker_hosts="h1:1,h2:2", worker_replicas=3))
+    with pytest.raises(strategy_lib.StrategyError, match="needs --worker_hosts"):
+        strategy_lib.cluster_config(_config(worker_replicas=2))
+
+
+def test_parameter_server_flags_are_checked(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    ps_cluster = ('{"cluster": {"chief": ["c:1"], "worker": ["w:1"], "ps": ["p:1"]}, '
+                  '"task": {"type": "chief", "index": 0}}')
+    with pytest.raises(strategy_lib.StrategyError, match="synchronous training with parameter servers"):
+        strategy_lib.create_strategy(_config(tf_config=ps_cluster))
+    with pytest.raises(strategy_lib.StrategyError, match="t2t-launch --num_workers=N --num_ps=M"):
+        strategy_lib.create_strategy(_config(ps_replicas=1, sync=False))
+    with pytest.raises(strategy_lib.StrategyError, match="--ps_replicas=2 but TF_CONFIG lists 1"):
+        strategy_lib.create_strategy(_config(tf_config=ps_cluster, ps_replicas=2, sync=False))
+    no_chief = '{"cluster": {"worker": ["w:1"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}}'
+    with pytest.raises(strategy_lib.StrategyError, match='needs a "chief" task'):
+        strategy_lib.create_strategy(_config(tf_config=no_chief, sync=False))
+    # Not a member of a ps cluster: nothing to serve.
+    assert strategy_lib.serve_if_cluster_member(_config()) is False
+
+
+def test_strategies_that_cannot_be_combined(monkeypatch):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(strategy_lib.StrategyError, match="--use_tpu and --cpu_devices cannot be combined"):
+        strategy_lib.create_strategy(_config(use_tpu=True, tpu="local", cpu_devices=2))
+    with pytest.raises(strategy_lib.StrategyError, match="--all_reduce='mpi'"):
+        strategy_lib._multi_worker(_config(all_reduce="mpi"))
+
+
+@pytest.mark.parametrize("tpu, message", [
+    (None, "--use_tpu needs --tpu=NAME_OR_GRPC_ADDRESS"),
+    ("grpc://nowhere", "a TPU address looks like grpc://10.0.0.2:8470"),
+    ("grpc://127.0.0.1:1", "nothing answers on 127.0.0.1:1"),
+    ("local", "no TPU devices"),
+    ("my-tpu", "metadata server is unreachable"),
+])
+def test_tpu_errors_are_immediate_and_say_what_to_do(monkeypatch, tpu, message):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    monkeypatch.setattr(strategy_lib.glob, "glob", lambda pattern: [])
+    monkeypatch.setattr(strategy_lib, "_can_connect", lambda host, port, timeout_s=3.0: False)
+    with pytest.raises(strategy_lib.StrategyError, match=message):
+        strategy_lib.create_strategy(_config(use_tpu=True, tpu=tpu))

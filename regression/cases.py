@@ -106,9 +106,11 @@ CASES: tuple[Case, ...] = (
     Case(
         name="transformer_tiny_addition", problem="algorithmic_addition_binary40_test",
         model="transformer", hparams_set="transformer_tiny",
-        hparams="learning_rate_warmup_steps=400", train_steps=4000,
+        hparams="learning_rate_warmup_steps=400", train_steps=10000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=20,
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=45,
+        notes="Per-sequence accuracy climbs slowly: 0.07 at 500 steps, 0.30 at 3000, "
+              "0.36 at 3500 (2-core CPU, 2026-11-22).",
     ),
     Case(
         name="resnet_fashion_mnist", problem="image_fashion_mnist", model="resnet",

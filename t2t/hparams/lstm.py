@@ -11,6 +11,7 @@ from __future__ import annotations
 from t2t import registry
 from t2t.hparams.basic import basic_params1
 from t2t.hparams.hparams import HParams
+from t2t.hparams.ranged import LOG_SCALE, REVERSE_LOG_SCALE, RangedHParams
 
 
 @registry.register_hparams
@@ -77,3 +78,16 @@ def lstm_luong_attention_multi() -> HParams:
     hparams = lstm_luong_attention()
     hparams.num_heads = 4
     return hparams
+
+
+@registry.register_ranged_hparams
+def lstm_seq2seq_range(rhp: RangedHParams) -> None:
+    """A search space around lstm_seq2seq (and the lstm_*_attention sets): the legacy
+    schedule multiplies learning_rate by 0.002 for Adam, so 0.05-2 means 1e-4-4e-3."""
+    rhp.set_float("learning_rate", 0.05, 2.0, scale=LOG_SCALE)
+    rhp.set_discrete("learning_rate_warmup_steps", [100, 400, 1000, 4000], scale=LOG_SCALE)
+    rhp.set_float("dropout", 0.0, 0.5)
+    rhp.set_int("num_hidden_layers", 1, 4)
+    rhp.set_discrete("hidden_size", [64, 128, 256, 512], scale=LOG_SCALE)
+    rhp.set_float("optimizer_adam_beta2", 0.98, 0.999, scale=REVERSE_LOG_SCALE)
+    rhp.set_float("clip_grad_norm", 0.5, 10.0, scale=LOG_SCALE)

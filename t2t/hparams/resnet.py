@@ -11,6 +11,7 @@ from __future__ import annotations
 from t2t import registry
 from t2t.hparams.basic import basic_params1
 from t2t.hparams.hparams import HParams
+from t2t.hparams.ranged import LOG_SCALE, REVERSE_LOG_SCALE, RangedHParams
 
 
 def resnet_base() -> HParams:
@@ -149,3 +150,16 @@ def resnet_tiny_cpu() -> HParams:
     hp.weight_decay = 0.0
     hp.label_smoothing = 0.0
     return hp
+
+
+@registry.register_ranged_hparams
+def resnet_range(rhp: RangedHParams) -> None:
+    """A search space around the momentum ResNets (resnet_18 ... resnet_cifar_32):
+    rate, regularization and momentum; the architecture (layer_sizes) stays the set's."""
+    rhp.set_float("learning_rate", 0.05, 1.6, scale=LOG_SCALE)
+    rhp.set_float("weight_decay", 1e-5, 1e-3, scale=LOG_SCALE)
+    rhp.set_float("optimizer_momentum_momentum", 0.8, 0.99, scale=REVERSE_LOG_SCALE)
+    rhp.set_categorical("optimizer_momentum_nesterov", [True, False])
+    rhp.set_float("initializer_gain", 1.0, 3.0)
+    rhp.set_float("label_smoothing", 0.0, 0.2)
+    rhp.set_discrete("batch_size", [64, 128, 256], scale=LOG_SCALE)

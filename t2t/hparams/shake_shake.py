@@ -8,6 +8,7 @@ from __future__ import annotations
 from t2t import registry
 from t2t.hparams.basic import basic_params1
 from t2t.hparams.hparams import HParams
+from t2t.hparams.ranged import LOG_SCALE, REVERSE_LOG_SCALE, RangedHParams
 
 
 @registry.register_hparams
@@ -63,3 +64,15 @@ def shakeshake_tpu() -> HParams:
     hparams.learning_rate_cosine_cycle_steps = 180000
     hparams.learning_rate = 0.6
     return hparams
+
+
+@registry.register_ranged_hparams
+def shake_shake_range(rhp: RangedHParams) -> None:
+    """A search space around shakeshake_small. The model needs num_hidden_layers = 6n + 2
+    and hidden_size a multiple of 16, hence the discrete choices."""
+    rhp.set_float("learning_rate", 0.05, 0.8, scale=LOG_SCALE)
+    rhp.set_float("weight_decay", 1e-5, 1e-3, scale=LOG_SCALE)
+    rhp.set_float("optimizer_momentum_momentum", 0.8, 0.99, scale=REVERSE_LOG_SCALE)
+    rhp.set_discrete("num_hidden_layers", [8, 14, 20, 26])
+    rhp.set_discrete("hidden_size", [32, 64, 96])
+    rhp.set_int("shake_shake_num_branches", 2, 3)

@@ -145,3 +145,16 @@ def transformer_base_range(rhp: RangedHParams) -> None:
     rhp.set_float("optimizer_adam_beta1", 0.85, 0.95)
     rhp.set_float("optimizer_adam_beta2", 0.97, 0.99)
     rhp.set_float("weight_decay", 0.0, 1e-4)
+
+
+@registry.register_ranged_hparams
+def transformer_tiny_range(rhp: RangedHParams) -> None:
+    """A small search space around transformer_tiny, for short runs (a CPU demo: a few
+    hundred steps on an algorithmic problem). transformer_tiny's schedule is
+    constant * linear_warmup * rsqrt_decay * rsqrt_hidden_size, so the rate is
+    learning_rate_constant (and warmup), not learning_rate."""
+    rhp.set_float("learning_rate_constant", 0.3, 5.0, scale=LOG_SCALE)
+    rhp.set_discrete("learning_rate_warmup_steps", [100, 400, 1600, 8000], scale=LOG_SCALE)
+    rhp.set_float("layer_prepostprocess_dropout", 0.0, 0.3)
+    rhp.set_int("num_hidden_layers", 1, 3)
+    rhp.set_discrete("hidden_size", [64, 128])

@@ -30,7 +30,7 @@ setup(
         "dev": ["pytest>=8", "pytest-timeout", "ruff"],
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
-        "tuning": ["optuna>=4.0", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots
+        "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots
     },
     entry_points={
         "console_scripts": [

@@ -281,3 +281,22 @@ def test_tuner_stops_when_every_trial_crashes(tmp_path):
         study_lib.run_study(config, rhp)
     trials = error.value.study.get_trials()
     assert [t.state for t in trials] == [TrialState.FAIL] * 3 + [TrialState.WAITING]
+
+
+def test_cmaes_sampler_samples_numeric_ranges(tmp_path):
+    import optuna
+
+    rhp = RangedHParams()
+    rhp.set_float("learning_rate", 0.01, 1.0, scale=rhp.LOG_SCALE)
+    rhp.set_int("num_hidden_layers", 1, 4)
+    config = fake_config(tmp_path, sampler="cmaes")
+    assert study_lib.check_sampler(config, rhp) is None
+    sampler = study_lib.make_sampler(config, rhp, seed=0)
+    assert isinstance(sampler, optuna.samplers.CmaEsSampler)
+    study = optuna.create_study(sampler=sampler, direction="maximize")
+    for _ in range(4):  # past CMA-ES's start-up trials, values stay in their ranges
+        trial = study.ask()
+        lr = trial.suggest_float("learning_rate", 0.01, 1.0, log=True)
+        layers = trial.suggest_int("num_hidden_layers", 1, 4)
+        assert 0.01 <= lr <= 1.0 and 1 <= layers <= 4
+        study.tell(trial, -abs(lr - 0.1))

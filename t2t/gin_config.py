@@ -9,19 +9,41 @@ accepts --gin_file and --gin_param and writes what was bound next to its outputs
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 from collections.abc import Sequence
 
 import gin
 
 OPERATIVE_CONFIG_FILENAME = "operative_config.gin"
 
+# Configurable -> the module that registers it: gin only knows a configurable once its
+# module is imported, and the binaries parse their gin settings before importing most
+# of the library (e.g. TrainerConfig lives with TensorFlow in t2t.trainer.trainer).
+CONFIGURABLE_MODULES = {
+    "TrainerConfig": "t2t.trainer.trainer",
+    "InputConfig": "t2t.problems.input_pipeline",
+    "DownloadConfig": "t2t.problems.download",
+}
+
+
+def _import_configurables(texts: Sequence[str]) -> None:
+    joined = "\n".join(texts)
+    for name, module in CONFIGURABLE_MODULES.items():
+        if re.search(rf"\b{name}\.", joined):
+            importlib.import_module(module)
+
 
 def parse_gin(files: Sequence[str] = (), bindings: Sequence[str] = ()) -> None:
     """Loads gin files and `name.param=value` bindings; errors name the bad binding."""
+    texts = list(bindings)
     for path in files:
         if not os.path.exists(path):
             raise FileNotFoundError(f"--gin_file={path!r} does not exist.")
+        with open(path, encoding="utf-8") as f:
+            texts.append(f.read())
+    _import_configurables(texts)
     try:
         gin.parse_config_files_and_bindings(list(files), list(bindings), finalize_config=False)
     except (ValueError, SyntaxError) as e:

@@ -86,3 +86,19 @@ def test_missing_gin_file(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"--gin_file={missing!r} does not exist"):
         gin_config.parse_gin(files=[missing], bindings=[f"{CONFIGURABLE}.value=2"])
     assert settings()[0] == 1  # nothing was bound
+
+
+def test_bindings_of_library_configurables_work_before_their_modules_are_imported():
+    # A fresh process: the binaries parse gin before importing the trainer.
+    import subprocess
+    import sys
+
+    script = (
+        "from t2t import gin_config\n"
+        "gin_config.parse_gin(bindings=['TrainerConfig.decode_summaries=0'])\n"
+        "from t2t.trainer.trainer import TrainerConfig\n"
+        "print(TrainerConfig().decode_summaries)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "0"

@@ -11,7 +11,7 @@ each trained on one fixed batch shape, batch 32 x 64 source tokens x 64 target t
   written to TFRecords in a temporary directory; every example is exactly `length`
   tokens (EOS included), so with hparams batch_size = batch * length tokens,
   max_length = length and static_shapes the Trainer's batches are [batch, length] with
-  no padding. A step is `Trainer._train_step(train_iterator)` on real input-pipeline
+  no padding. A step is `Trainer._run_steps` (the train step) on real input-pipeline
   batches plus the per-step host work of `Trainer.train` (loss to float, the step,
   counts to numpy), without logging or checkpoints; tokens are the non-padding input +
   target tokens the Trainer counts.
@@ -299,7 +299,7 @@ def patch_matmul_top() -> None:
 def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_set: str,
                  batch: int, length: int, precision: str = "float32",
                  hparams_overrides: str = "") -> Step:
-    """A step of t2t's Trainer: `_train_step` on its own input pipeline's batches, with
+    """A step of t2t's Trainer: `_run_steps` on its own input pipeline's batches, with
     the per-step host work of `Trainer.train` (no logging, no checkpoints)."""
     from t2t.trainer.trainer import Trainer, TrainerConfig
 
@@ -312,10 +312,9 @@ def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_
         trainer = Trainer(problem, "transformer", hp, data_dir, output_dir, config)
 
     def step() -> tuple[float, float]:
-        loss, _, counts = trainer._train_step(trainer.train_iterator)
-        float(loss)
+        # Trainer.train's per-step work: the step with the stop flag, then to host.
+        _, _, (examples, tokens) = trainer._run_steps(config.train_steps)
         _ = trainer.step
-        examples, tokens = counts.numpy().tolist()
         return examples, tokens
 
     return step

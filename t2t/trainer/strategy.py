@@ -74,8 +74,8 @@ def split_cpu(num_devices: int) -> list[str]:
 def cluster_config(config: StrategyConfig) -> dict[str, Any] | None:
     """The run's TF_CONFIG as a dict ({"cluster": ..., "task": ...}), or None.
 
-    worker_hosts builds one (and replaces $TF_CONFIG for this process); otherwise
-    config.tf_config or $TF_CONFIG is parsed and checked."""
+    worker_hosts builds one; otherwise config.tf_config or $TF_CONFIG is parsed and
+    checked. The environment is never changed."""
     if config.worker_hosts:
         hosts = [h.strip() for h in config.worker_hosts.split(",") if h.strip()]
         if config.worker_replicas and config.worker_replicas != len(hosts):
@@ -88,9 +88,7 @@ def cluster_config(config: StrategyConfig) -> dict[str, Any] | None:
                 f"--worker_id={config.worker_id} is not an index of the {len(hosts)} "
                 f"--worker_hosts (0..{len(hosts) - 1})."
             )
-        cluster = {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": config.worker_id}}
-        os.environ["TF_CONFIG"] = json.dumps(cluster)  # the resolvers read the environment
-        return cluster
+        return {"cluster": {"worker": hosts}, "task": {"type": "worker", "index": config.worker_id}}
     if config.worker_replicas > 1:
         raise StrategyError(
             f"--worker_replicas={config.worker_replicas} needs --worker_hosts (one host:port "
@@ -151,7 +149,7 @@ def serve_if_cluster_member(config: StrategyConfig) -> bool:
     task = tf_config["task"]
     if task["type"] not in ("ps", "worker"):
         return False
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    resolver = _resolver(tf_config)
     # Workers run the chief's functions; keep their inter-op pools from starving.
     if task["type"] == "worker":
         tf.config.threading.set_inter_op_parallelism_threads(4)
@@ -164,7 +162,17 @@ def serve_if_cluster_member(config: StrategyConfig) -> bool:
     return True
 
 
-def _multi_worker(config: StrategyConfig) -> tf.distribute.Strategy:
+def _resolver(tf_config: dict[str, Any]) -> tf.distribute.cluster_resolver.ClusterResolver:
+    """A resolver of the checked cluster dict (not of the environment)."""
+    task = tf_config.get("task") or {}
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(tf_config["cluster"]), task_type=task.get("type"),
+        task_id=int(task.get("index", 0)), rpc_layer=tf_config.get("rpc_layer", "grpc"),
+    )
+
+
+def _multi_worker(config: StrategyConfig, tf_config: dict[str, Any] | None = None
+                  ) -> tf.distribute.Strategy:
     if config.all_reduce not in ALL_REDUCE_CHOICES:
         raise StrategyError(
             f"--all_reduce={config.all_reduce!r}: choose one of {', '.join(ALL_REDUCE_CHOICES)}."
@@ -180,12 +188,13 @@ def _multi_worker(config: StrategyConfig) -> tf.distribute.Strategy:
         implementation=implementation,
         timeout_seconds=config.collective_timeout_s or None,
     )
-    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=options, cluster_resolver=_resolver(tf_config) if tf_config else None
+    )
 
 
-def _parameter_server() -> tf.distribute.Strategy:
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    return tf.distribute.experimental.ParameterServerStrategy(resolver)
+def _parameter_server(tf_config: dict[str, Any]) -> tf.distribute.Strategy:
+    return tf.distribute.experimental.ParameterServerStrategy(_resolver(tf_config))
 
 
 def _can_connect(host: str, port: int, timeout_s: float = 3.0) -> bool:
@@ -261,7 +270,8 @@ def create_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
     if config.use_tpu:
         strategy = _tpu(config)
     elif tf_config is not None:
-        strategy = _parameter_server() if parameter_servers else _multi_worker(config)
+        strategy = (_parameter_server(tf_config) if parameter_servers
+                    else _multi_worker(config, tf_config))
     elif config.cpu_devices and config.cpu_devices > 1:
         devices = split_cpu(config.cpu_devices)
         strategy = tf.distribute.MirroredStrategy(

@@ -1,5 +1,6 @@
 """Tests of strategy selection (in a fresh process: devices are split before TF starts)."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -55,6 +56,7 @@ def test_worker_hosts_build_a_tf_config(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     built = strategy_lib.cluster_config(_config(worker_hosts="h1:1, h2:2", worker_id=1))
     assert built == {"cluster": {"worker": ["h1:1", "h2:2"]}, "task": {"type": "worker", "index": 1}}
+    assert "TF_CONFIG" not in os.environ  # later strategies in this process stay local
     with pytest.raises(strategy_lib.StrategyError, match="--worker_id=2 is not an index"):
         strategy_lib.cluster_config(_config(worker_hosts="h1:1,h2:2", worker_id=2))
     with pytest.raises(strategy_lib.StrategyError, match="--worker_replicas=3 but --worker_hosts lists 2"):

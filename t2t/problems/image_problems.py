@@ -155,15 +155,20 @@ class ImageProblem(problem.Problem):
         image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)
         return tf.ensure_shape(image, self.image_shape)
 
+    def image_feature(self, example: dict[str, Any]) -> tuple[str, Any]:
+        """(feature name, uint8 image) of `example`: its image, decoded if still encoded."""
+        key = "targets" if self.was_reversed else "inputs"
+        image = example[key]
+        if image.dtype == tf.string:
+            image = self.decode_image(image)
+        return key, image
+
     def preprocess_example(
         self, example: dict[str, Any], mode: str, model_hparams: Any
     ) -> dict[str, Any]:
         """Decodes the image feature; applies `augment` in TRAIN mode."""
         example = dict(example)
-        key = "targets" if self.was_reversed else "inputs"
-        image = example[key]
-        if image.dtype == tf.string:
-            image = self.decode_image(image)
+        key, image = self.image_feature(example)
         if mode == problem.TRAIN:
             image = self.augment(image)
         example[key] = image

@@ -424,10 +424,7 @@ class ImageImagenet(image_problems.Image2ClassProblem):
     ) -> dict[str, Any]:
         """TRAIN: random 224x224 crop + random flip; else the central 224x224 crop."""
         example = dict(example)
-        key = "targets" if self.was_reversed else "inputs"
-        image = example[key]
-        if image.dtype == tf.string:
-            image = self.decode_image(image)
+        key, image = self.image_feature(example)
         size = self.image_size
         if mode == problem.TRAIN:
             image = tf.image.random_crop(image, [size, size, self.num_channels])

@@ -143,10 +143,7 @@ class Image2TextProblem(image_problems.ImageProblem):
     ) -> dict[str, Any]:
         """Decodes the JPEG; TRAIN: random crop_size crop; else the central crop."""
         example = dict(example)
-        key = "targets" if self.was_reversed else "inputs"
-        image = example[key]
-        if image.dtype == tf.string:
-            image = self.decode_image(image)
+        key, image = self.image_feature(example)
         shape = [self.crop_size, self.crop_size, self.num_channels]
         if mode == problem.TRAIN:
             image = tf.image.random_crop(image, shape)

@@ -22,22 +22,14 @@ import time
 
 from absl import app, flags
 
-from t2t.bin import common_flags
+from t2t.bin import common_flags, run_flags  # noqa: F401 (defines the run flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("problem", None, "Registered problem name (default: the run's, from "
-                    "OUTPUT_DIR/run.json).")
-flags.DEFINE_string("model", None, "Registered model name (default: the run's).")
-flags.DEFINE_string("hparams_set", None, "Registered hparams set (default: the run's "
-                    "resolved hparams, OUTPUT_DIR/hparams.json).")
-flags.DEFINE_string("hparams", "", "Overrides, e.g. 'num_heads=2' (as at training).")
 flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary (default: $T2T_DATA_DIR "
                     "or ~/t2t_data).")
 flags.DEFINE_string("output_dir", None, "The training run (default: "
                     "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET); dev decodes are written there.")
-flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
-                    "(its latest); default: the latest in --output_dir.")
 flags.DEFINE_string("decode_hparams", "", "Decoding settings, e.g. 'beam_size=4,alpha=0.6,"
                     "extra_length=50,batch_size=32,return_beams=False,write_beam_scores=False,"
                     "temperature=0,top_k=0,top_p=1,max_input_length=0'.")

@@ -24,22 +24,14 @@ import sys
 
 from absl import app, flags
 
-from t2t.bin import common_flags
+from t2t.bin import common_flags, run_flags  # noqa: F401 (defines the run flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("problem", None, "Registered problem name (default: the run's, from "
-                    "OUTPUT_DIR/run.json).")
-flags.DEFINE_string("model", None, "Registered model name (default: the run's).")
-flags.DEFINE_string("hparams_set", None, "Registered hparams set (default: the run's "
-                    "resolved hparams, OUTPUT_DIR/hparams.json).")
-flags.DEFINE_string("hparams", "", "Overrides, e.g. 'num_heads=2' (as at training).")
 flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary and the dev examples "
                     "of the parity check (default: $T2T_DATA_DIR or ~/t2t_data).")
 flags.DEFINE_string("output_dir", None, "The training run (default: "
                     "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).")
-flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
-                    "(its latest); default: the latest in --output_dir.")
 flags.DEFINE_string("export_dir", None, "Where the versioned SavedModels go (default: "
                     "OUTPUT_DIR/export).")
 flags.DEFINE_string("decode_hparams", "", "Decoding settings fixed in the export, e.g. "

@@ -254,7 +254,7 @@ def test_ctrl_c_or_sigterm_interrupts_and_requeues_running_trials(tmp_path, sign
     enqueue(config, rhp, {**OK, "x": 0.1}, {**OK, "x": 0.2})
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, FAKE_DELAY="2"))
+                            env=dict(os.environ, FAKE_DELAY="10"))  # trials outlast the signal on a slow machine
     for line in proc.stdout:
         if line.startswith("trial 1: started"):
             break

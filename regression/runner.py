@@ -33,7 +33,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
-from regression.cases import CASES, CPU_2CORE, LAUNCHES, MIRROR_SOURCES, STRATEGIES, Case
+from regression.cases import (
+    CASES,
+    CPU_2CORE,
+    LAUNCHES,
+    MIRROR_SOURCES,
+    STRATEGIES,
+    Case,
+)
 
 DEFAULT_OUTPUT = "regression_output"
 REPORT_FILE = "report.json"
@@ -46,7 +53,10 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MODULES = {"t2t-datagen": "t2t.bin.t2t_datagen", "t2t-trainer": "t2t.bin.t2t_trainer",
-            "t2t-launch": "t2t.bin.t2t_launch"}
+            "t2t-launch": "t2t.bin.t2t_launch", "t2t-decoder": "t2t.bin.t2t_decoder",
+            "t2t-exporter": "t2t.bin.t2t_exporter"}
+DECODES_FILE = "decodes.txt"  # OUTPUT/CASE/decodes.txt (+ .scores.json from t2t-decoder)
+EXPORT_DIR = "export"
 
 # execute(command, log, prefix) -> exit status; the default streams a subprocess.
 Execute = Callable[[list[str], TextIO, str], int]
@@ -163,6 +173,9 @@ class CaseResult:
     band: tuple[float, float]
     measured_on: str
     expected_minutes: float
+    # Every checked metric -> band (the main one first), and their final values.
+    bands: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
     status: str = SKIP
     reason: str = ""
     value: float | None = None
@@ -182,7 +195,7 @@ class CaseResult:
             hparams_set=case.hparams_set, hparams=case.hparams, train_steps=case.train_steps,
             strategy=case.strategy, hardware=case.hardware, metric=case.metric,
             band=tuple(case.band), measured_on=case.measured_on,
-            expected_minutes=case.expected_minutes,
+            expected_minutes=case.expected_minutes, bands=case.bands(),
         )
 
 
@@ -207,33 +220,44 @@ def read_eval_results(case_dir: str) -> list[dict[str, float]]:
     return results
 
 
-def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: int) -> None:
-    """Fills value, curve and PASS/FAIL from the evaluations and the trainer's status."""
+def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: int,
+          after: dict[str, float] | None = None, after_error: str = "") -> None:
+    """Fills values, curve and PASS/FAIL from the evaluations, the trainer's status and
+    what was measured after training (`after`: bleu, chrf, export_parity; `after_error`:
+    why a post-training step failed)."""
     metric = result.metric
     result.eval_results = eval_results
     result.curve = [(int(r["step"]), float(r[metric])) for r in eval_results if metric in r]
     last = eval_results[-1] if eval_results else None
+    final = {k: float(v) for k, v in (last or {}).items() if k != "step"}
+    final.update(after or {})
+    result.values = {name: final[name] for name in result.bands if name in final}
+    result.value = result.values.get(metric)
     if last is not None:
         result.final_step = int(last.get("step", -1))
-        if metric in last:
-            result.value = float(last[metric])
+    missing = [name for name in result.bands if name not in final]
+    outside = [f"{name} {final[name]:.4f} outside {_band(band)}"
+               for name, band in result.bands.items()
+               if name in final and not in_band(final[name], band)]
     if returncode != 0:
         result.status, result.reason = FAIL, f"t2t-trainer exited with status {returncode}"
     elif last is None:
         result.status, result.reason = FAIL, f"no evaluation in {EVAL_RESULTS_FILE}"
-    elif result.value is None:
-        keys = ", ".join(sorted(k for k in last if k != "step"))
-        result.status = FAIL
-        result.reason = f"metric {metric!r} not in the final evaluation (it has: {keys})"
     elif result.final_step != result.train_steps:
         result.status = FAIL
         result.reason = (f"final evaluation at step {result.final_step}, "
                          f"not at train_steps {result.train_steps}")
-    elif in_band(result.value, result.band):
-        result.status, result.reason = PASS, ""
-    else:
+    elif after_error:
+        result.status, result.reason = FAIL, after_error
+    elif missing:
+        keys = ", ".join(sorted(final))
         result.status = FAIL
-        result.reason = f"{metric} {result.value:.4f} outside {_band(result.band)}"
+        result.reason = (f"metric {', '.join(repr(m) for m in missing)} not in the final "
+                         f"evaluation (it has: {keys})")
+    elif outside:
+        result.status, result.reason = FAIL, "; ".join(outside)
+    else:
+        result.status, result.reason = PASS, ""
 
 
 # ------------------------------------------------------------------------ running
@@ -311,10 +335,66 @@ def case_commands(case: Case, output_dir: str, trainer_extra: Sequence[str] = ()
     return datagen, trainer
 
 
+def post_training_commands(case: Case, output_dir: str) -> list[list[str]]:
+    """What runs after training: the dev split's text written out and decoded against
+    its targets (`decode_hparams`), and the export with its parity gate (`export`)."""
+    data_dir = os.path.join(output_dir, "data")
+    case_dir = os.path.join(output_dir, case.name)
+    commands = []
+    if case.decode_hparams is not None:
+        text = os.path.join(case_dir, case.decode_split)
+        commands.append([*tool_command("t2t-datagen"), f"--problem={case.problem}",
+                         f"--data_dir={data_dir}", f"--inspect_split={case.decode_split}",
+                         f"--dump_text={text}"])
+        commands.append([*tool_command("t2t-decoder"), f"--output_dir={case_dir}",
+                         f"--data_dir={data_dir}", f"--decode_hparams={case.decode_hparams}",
+                         f"--decode_from_file={text}.inputs",
+                         f"--decode_reference={text}.targets",
+                         f"--decode_to_file={os.path.join(case_dir, DECODES_FILE)}"])
+    if case.export:
+        commands.append([*tool_command("t2t-exporter"), f"--output_dir={case_dir}",
+                         f"--data_dir={data_dir}",
+                         f"--export_dir={os.path.join(case_dir, EXPORT_DIR)}"])
+    return commands
+
+
+def read_decode_scores(case_dir: str) -> dict[str, float]:
+    """bleu and chrf that t2t-decoder wrote next to its decodes ({} when absent)."""
+    path = os.path.join(case_dir, DECODES_FILE + ".scores.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        scores = json.load(f)
+    return {k: float(scores[k]) for k in ("bleu", "chrf") if k in scores}
+
+
+def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO,
+                      prefix: str, commands_run: list[str]) -> tuple[dict[str, float], str]:
+    """Runs `post_training_commands`; returns (metrics they measured, why one failed)."""
+    metrics: dict[str, float] = {}
+    for command in post_training_commands(case, output_dir):
+        commands_run.append(shlex.join(command))
+        tool = os.path.basename(command[0]) if command[0] != sys.executable else command[2]
+        status = execute(command, log, prefix)
+        if "exporter" in tool:
+            metrics["export_parity"] = 1.0 if status == 0 else 0.0
+            if status != 0:
+                return metrics, f"t2t-exporter exited with status {status} (parity gate or export)"
+        elif status != 0:
+            return metrics, f"{tool} exited with status {status}"
+    if case.decode_hparams is not None:
+        scores = read_decode_scores(os.path.join(output_dir, case.name))
+        if not scores:
+            return metrics, "t2t-decoder wrote no scores"
+        metrics.update(scores)
+    return metrics, ""
+
+
 def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
              prepared: set[tuple[str, str | None]] | None = None,
              resume: bool = False, trainer_extra: Sequence[str] = ()) -> CaseResult:
-    """Datagen (once per problem and run) and training of one case, then its verdict."""
+    """Datagen (once per problem and run), training of one case, what runs after
+    training (decoding, export), then its verdict."""
     result = CaseResult.for_case(case)
     prepared = set() if prepared is None else prepared
     datagen, trainer = case_commands(case, output_dir, trainer_extra)
@@ -323,6 +403,8 @@ def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
     result.log = os.path.relpath(os.path.join(case_dir, LOG_FILE), output_dir)
     prefix = f"[{case.name}] "
     start = time.monotonic()
+    after: dict[str, float] = {}
+    after_error = ""
     with open(os.path.join(case_dir, LOG_FILE), "a" if resume else "w", encoding="utf-8") as log:
         key = (case.problem, case.data_mirror)
         if key not in prepared:
@@ -336,8 +418,11 @@ def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
             prepared.add(key)
         result.commands.append(shlex.join(trainer))
         status = execute(trainer, log, prefix)
+        if status == 0:
+            after, after_error = run_post_training(case, output_dir, execute, log, prefix,
+                                                   result.commands)
     result.minutes = (time.monotonic() - start) / 60
-    judge(result, read_eval_results(case_dir), status)
+    judge(result, read_eval_results(case_dir), status, after, after_error)
     return result
 
 
@@ -568,7 +653,8 @@ def dry_run(selected: Sequence[Case], output_dir: str, hardware: frozenset[str],
             print(f"[{case.name}] SKIP: {'; '.join(reasons)}")
             continue
         print(f"[{case.name}] would run (about {case.expected_minutes:g} min):")
-        for command in case_commands(case, output_dir, trainer_extra):
+        for command in [*case_commands(case, output_dir, trainer_extra),
+                        *post_training_commands(case, output_dir)]:
             print(f"  {shlex.join(command)}")
     return 0
 

@@ -3,6 +3,8 @@
   t2t-datagen --problem=algorithmic_reverse_binary40_test --data_dir=~/t2t_data
   t2t-datagen --problem=image_fashion_mnist --data_mirror=/usr/share/datasets/fashion-mnist
   t2t-datagen --problem=algorithmic_reverse_binary40_test --inspect
+  t2t-datagen --problem=algorithmic_reverse_binary40_test --inspect_split=dev \\
+      --dump_text=dev    # dev.inputs, dev.targets: t2t-decoder's input and reference
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ flags.DEFINE_bool("inspect", False, "Do not generate: show decoded examples, len
 flags.DEFINE_string("inspect_split", "train", "Split to inspect: train, dev or test.")
 flags.DEFINE_integer("inspect_examples", 5, "Examples to show with --inspect.")
 flags.DEFINE_integer("inspect_max_records", 100_000, "Records to read for --inspect statistics.")
+flags.DEFINE_string("dump_text", None, "Do not generate: write the --inspect_split split's "
+                    "text, one example per line, to PREFIX.inputs and PREFIX.targets (a "
+                    "t2t-decoder --decode_from_file input and its --decode_reference).")
 flags.DEFINE_bool("progress", True, "Show a progress line while writing.")
 
 
@@ -69,6 +74,18 @@ def inspect(problem_name: str, data_dir: str) -> None:
     print(report.format())
 
 
+def dump_text(problem_name: str, data_dir: str, prefix: str) -> None:
+    from t2t import registry
+    from t2t.problems import inspect_data
+
+    problem = registry.problem(problem_name)
+    paths = inspect_data.write_text(problem, data_dir, FLAGS.inspect_split,
+                                    os.path.expanduser(prefix))
+    lines = sum(1 for _ in open(next(iter(paths.values())), encoding="utf-8"))
+    print(f"{problem_name} [{FLAGS.inspect_split}]: wrote {lines:,} examples to "
+          f"{', '.join(paths.values())}")
+
+
 def main(argv: list[str]) -> None:
     if not common_flags.start(argv):
         return
@@ -79,9 +96,15 @@ def main(argv: list[str]) -> None:
 
     data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
     tmp_dir = os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp"))
-    for name in [n.strip() for n in FLAGS.problem.split(",") if n.strip()]:
+    names = [n.strip() for n in FLAGS.problem.split(",") if n.strip()]
+    if FLAGS.dump_text and len(names) > 1:
+        common_flags.fail(f"--dump_text writes one problem's text; --problem={FLAGS.problem!r} "
+                          f"names {len(names)}: run once per problem.")
+    for name in names:
         try:
-            if FLAGS.inspect:
+            if FLAGS.dump_text:
+                dump_text(name, data_dir, FLAGS.dump_text)
+            elif FLAGS.inspect:
                 inspect(name, data_dir)
             else:
                 generate(name, data_dir, tmp_dir)

@@ -4,7 +4,8 @@
       --hparams_set=transformer_base --output_dir=RUN \\
       --decode_hparams="beam_size=4,alpha=0.6" \\
       --decode_from_file=newstest.en --decode_to_file=newstest.de \\
-      --decode_reference=newstest.ref.de          # prints sacrebleu BLEU and chrF
+      --decode_reference=newstest.ref.de  # prints sacrebleu BLEU and chrF, and writes
+                                          # them to DECODE_TO_FILE.scores.json
 
   t2t-decoder --output_dir=RUN --decode_interactive   # one line in, one line out; q quits
   t2t-decoder --output_dir=RUN --eval_steps=2         # dev batches, side by side
@@ -16,6 +17,7 @@ the ones the run in --output_dir recorded (run.json, hparams.json).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -82,7 +84,15 @@ def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) 
             outputs = [line.split("\t")[0] for line in decoder_lib.read_text_lines(output_path)]
         else:
             outputs = decoder_lib.read_text_lines(output_path)
-        _print_scores(decoder_lib.score_bleu(outputs, references))
+        scores = decoder_lib.score_bleu(outputs, references)
+        _print_scores(scores)
+        scores_path = output_path + ".scores.json"
+        decoder_lib.write_lines(scores_path, [json.dumps(
+            {"bleu": scores["bleu"], "chrf": scores["chrf"], "lines": count,
+             "bleu_signature": scores["bleu_signature"],
+             "chrf_signature": scores["chrf_signature"],
+             "reference": reference_path}, indent=1)])
+        print(f"Scores written to {scores_path}", flush=True)
 
 
 def _decode_dev(decoder, output_dir: str) -> None:

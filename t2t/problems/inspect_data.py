@@ -1,9 +1,11 @@
-"""Looking at prepared data: decoded examples, length statistics, label balance."""
+"""Looking at prepared data: decoded examples, length statistics, label balance, and
+the text of a split (the input and reference files of `t2t-decoder`)."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 from typing import Any
 
 import numpy as np
@@ -121,3 +123,54 @@ def _report(problem, split, count, shown, lengths, labels, encoders, truncated) 
         name = encoder.decode(label) if isinstance(encoder, text_encoder.ClassLabelEncoder) else str(label)
         named[name] = n
     return InspectReport(problem.name, split, count, shown, stats, named, truncated)
+
+
+def feature_text(ids: Any, encoder: Any) -> str:
+    """The text of one stored sequence feature: decoded by its encoder, cut at EOS; the
+    ids themselves, space separated, for a feature without one."""
+    if encoder is None:
+        return " ".join(str(i) for i in text_encoder.strip_extraneous(ids))
+    if isinstance(encoder, text_encoder.ClassLabelEncoder):
+        return encoder.decode(int(np.asarray(ids).reshape(-1)[0]))
+    return encoder.decode(ids, strip_extraneous=True)
+
+
+def write_text(
+    problem: problem_lib.Problem, data_dir: str, split: str, prefix: str,
+    *, max_records: int | None = None,
+) -> dict[str, str]:
+    """Writes each text feature of `split` to `{prefix}.{feature}` (inputs, targets), one
+    example per line in the data's order: a decode input and its reference for
+    `t2t-decoder --decode_from_file --decode_reference`.
+
+    Returns {feature: path}. Files are written whole under a temporary name and then
+    renamed, so an interrupted call leaves no half-written file behind.
+    """
+    hparams = problem.hparams(data_dir)
+    encoders = problem.feature_encoders(data_dir)
+    features = [name for name in ("inputs", "targets")
+                if hparams.modality.get(name) in (problem_lib.Modality.SYMBOL,
+                                                  problem_lib.Modality.CLASS_LABEL)]
+    if not features:
+        raise ValueError(f"{problem.name} has no text features to write (its modalities: "
+                         f"{dict(hparams.modality)}).")
+    dataset = problem.dataset(
+        problem_lib.EVAL, data_dir, shuffle_files=False, deterministic=True, split=split
+    )
+    if max_records is not None:
+        dataset = dataset.take(max_records)
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    paths = {name: f"{prefix}.{name}" for name in features}
+    files = {name: open(path + ".incomplete", "w", encoding="utf-8")
+             for name, path in paths.items()}
+    try:
+        for example in dataset.as_numpy_iterator():
+            for name, f in files.items():
+                text = feature_text(example[name], encoders.get(name))
+                f.write(" ".join(text.split()) + "\n")  # one example, one line
+    finally:
+        for f in files.values():
+            f.close()
+    for path in paths.values():
+        os.replace(path + ".incomplete", path)
+    return paths

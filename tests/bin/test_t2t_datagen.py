@@ -94,6 +94,23 @@ def test_inspect_shows_decoded_examples_and_lengths(generated):
         assert 2 <= low <= high <= 11  # 1..10 symbols plus EOS
 
 
+def test_dump_text_writes_a_split_as_lines(generated, tmp_path):
+    data_dir, _ = generated
+    prefix = tmp_path / "dev"
+    result = datagen(f"--problem={PROBLEM}", f"--data_dir={data_dir}", "--inspect_split=dev",
+                     f"--dump_text={prefix}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"{PROBLEM} [dev]: wrote 100 examples to {prefix}.inputs, {prefix}.targets" \
+        in result.stdout
+    inputs = (tmp_path / "dev.inputs").read_text().splitlines()
+    targets = (tmp_path / "dev.targets").read_text().splitlines()
+    assert len(inputs) == len(targets) == 100
+    assert all(t.split() == i.split()[::-1] for i, t in zip(inputs, targets, strict=True))
+    both = datagen(f"--problem={PROBLEM},{PROBLEM}", f"--data_dir={data_dir}",
+                   f"--dump_text={prefix}")
+    assert both.returncode != 0 and "run once per problem" in both.stderr
+
+
 def test_unknown_problem_fails_with_suggestions(tmp_path):
     result = datagen("--problem=algorithmic_reverse_binary4", f"--data_dir={tmp_path}")
     assert result.returncode == 1

@@ -1,5 +1,6 @@
 """End-to-end tests of the t2t-decoder and t2t-bleu binaries (each run as a process)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -60,6 +61,12 @@ def test_decode_from_file_with_reference(run_dir, tmp_path):
     assert "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in result.stdout
     assert "chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" in result.stdout
     assert "Traceback" not in result.stderr
+    # The scores, for scripts (the regression runner reads them).
+    scores = json.loads(open(decodes + ".scores.json", encoding="utf-8").read())
+    assert scores["lines"] == 5 and scores["reference"] == str(reference)
+    assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
+    assert scores["bleu_signature"].startswith("BLEU|nrefs:1")
+    assert f"Scores written to {decodes}.scores.json" in result.stdout
 
 
 def test_interactive_answers_two_lines_in_one_process(run_dir):

@@ -17,3 +17,21 @@ def test_report_of_algorithmic_data(tmp_path):
     assert "lengths (tokens, EOS included)" in text and "dev" in text
     truncated = inspect_data.inspect_problem(prob, str(tmp_path), "train", max_records=10)
     assert truncated.truncated and truncated.examples_read == 10
+
+
+def test_write_text_gives_the_decoder_input_and_reference(tmp_path):
+    prob = registry.problem("algorithmic_reverse_binary40_test")
+    prob.generate_data(str(tmp_path), str(tmp_path / "tmp"), progress=False)
+    paths = inspect_data.write_text(prob, str(tmp_path), "dev", str(tmp_path / "out" / "dev"))
+    assert paths == {"inputs": str(tmp_path / "out" / "dev.inputs"),
+                     "targets": str(tmp_path / "out" / "dev.targets")}
+    inputs = open(paths["inputs"], encoding="utf-8").read().splitlines()
+    targets = open(paths["targets"], encoding="utf-8").read().splitlines()
+    assert len(inputs) == len(targets) == 100
+    for source, target in zip(inputs, targets, strict=True):
+        # The text form of the data ("1 0 1"), EOS cut: the problem reverses its input.
+        assert set(source.split()) <= {"0", "1"} and target.split() == source.split()[::-1]
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.endswith(".incomplete")]
+    assert inspect_data.write_text(prob, str(tmp_path), "dev", str(tmp_path / "two"),
+                                   max_records=3) and len(
+        open(str(tmp_path / "two.inputs"), encoding="utf-8").read().splitlines()) == 3

@@ -185,9 +185,11 @@ def test_list_output(capsys, monkeypatch):
 class FakeTrainer:
     """Stands in for the subprocesses: writes eval_results.jsonl with `values`."""
 
-    def __init__(self, values, returncode=0):
+    def __init__(self, values, returncode=0, decode_scores=None, export_returncode=0):
         self.values = values  # case name -> [(step, {metric: value})]
         self.returncode = returncode
+        self.decode_scores = decode_scores or {}  # case name -> {"bleu": .., "chrf": ..}
+        self.export_returncode = export_returncode
         self.commands = []
 
     def __call__(self, command, log, prefix):
@@ -195,13 +197,20 @@ class FakeTrainer:
         print(f"{prefix}fake {os.path.basename(command[0])}")
         log.write("fake output\n")
         flags = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
-        if "t2t_trainer" in " ".join(command) or command[0].endswith("t2t-trainer"):
+        joined = " ".join(command)
+        if "t2t_trainer" in joined or command[0].endswith("t2t-trainer"):
             output_dir = flags["output_dir"]
             name = os.path.basename(output_dir)
             with open(os.path.join(output_dir, "eval_results.jsonl"), "a") as f:
                 for step, metrics in self.values.get(name, []):
                     f.write(json.dumps({"step": step, **metrics}) + "\n")
             return self.returncode
+        if "t2t_decoder" in joined or command[0].endswith("t2t-decoder"):
+            name = os.path.basename(flags["output_dir"])
+            with open(flags["decode_to_file"] + ".scores.json", "w") as f:
+                json.dump(self.decode_scores[name], f)
+        if "t2t_exporter" in joined or command[0].endswith("t2t-exporter"):
+            return self.export_returncode
         return 0
 
 
@@ -433,3 +442,50 @@ def test_reports_of_several_runs_merge_into_one_table():
     assert merged["machine"]["cpu"] == "X"
     assert merged["cases"] == [{"commit": "aaa", "name": "a", "value": 0.5},
                                {"commit": "bbb", "name": "b", "value": 0.9}]
+
+
+def test_decoding_and_export_after_training(tmp_path, capsys):
+    """A case with decode_hparams and export: after training, the dev text is written,
+    decoded against its targets, exported with the parity gate; their metrics join the
+    final evaluation's and every band is checked."""
+    bands = {"bleu": (90.0, 100.0), "export_parity": (1.0, 1.0)}
+    cases = [_case("beam", decode_hparams="beam_size=4,alpha=0.6", export=True, also=bands)]
+    assert validate(cases + [_case("q", quick=True)]) == []
+    values = {"beam": [(100, {"accuracy": 0.99})]}
+    output = tmp_path / "out"
+    fake = FakeTrainer(values, decode_scores={"beam": {"bleu": 97.5, "chrf": 98.0}})
+    args = ["run", "--case", "beam", "--output", str(output)]
+    assert runner.main(args, cases=cases, registered=REGISTERED, execute=fake) == 0
+    tools = [os.path.basename(c[0]) if c[0] != sys.executable else c[2] for c in fake.commands]
+    assert [t.replace("t2t.bin.t2t_", "t2t-") for t in tools] == [
+        "t2t-datagen", "t2t-trainer", "t2t-datagen", "t2t-decoder", "t2t-exporter"]
+    dump, decode, export = fake.commands[2:]
+    case_dir = str(output / "beam")
+    assert f"--dump_text={case_dir}/dev" in dump and "--inspect_split=dev" in dump
+    assert f"--decode_from_file={case_dir}/dev.inputs" in decode
+    assert f"--decode_reference={case_dir}/dev.targets" in decode
+    assert "--decode_hparams=beam_size=4,alpha=0.6" in decode
+    assert f"--export_dir={case_dir}/export" in export
+    report = json.loads((output / "report.json").read_text())
+    case = report["cases"][0]
+    assert case["values"] == {"accuracy": 0.99, "bleu": 97.5, "export_parity": 1.0}
+    assert case["status"] == PASS
+
+    low = FakeTrainer(values, decode_scores={"beam": {"bleu": 60.0, "chrf": 70.0}})
+    assert runner.main(args, cases=cases, registered=REGISTERED, execute=low) == 1
+    case = json.loads((output / "report.json").read_text())["cases"][0]
+    assert case["reason"] == "bleu 60.0000 outside [90.00, 100.00]"
+
+    broken = FakeTrainer(values, decode_scores={"beam": {"bleu": 97.5}}, export_returncode=1)
+    assert runner.main(args, cases=cases, registered=REGISTERED, execute=broken) == 1
+    case = json.loads((output / "report.json").read_text())["cases"][0]
+    assert "t2t-exporter exited with status 1" in case["reason"]
+    assert case["values"]["export_parity"] == 0.0
+    capsys.readouterr()
+
+
+def test_post_training_metrics_need_their_step():
+    assert validate([_case("q", quick=True, metric="bleu", band=(1.0, 2.0))]) == [
+        "q: metric 'bleu' needs decode_hparams"]
+    assert validate([_case("q", quick=True, also={"export_parity": (1.0, 1.0)})]) == [
+        "q: metric 'export_parity' needs export=True"]

@@ -1,0 +1,51 @@
+"""Every case this machine can run reaches its band, through the real runner.
+
+Marked `slow`: each case trains for real (minutes to an hour on 2 cores), so CI's
+`-m "not slow"` run leaves them out; the quick case alone is checked there by
+test_quick_subset_passes. Run one with
+`python -m pytest -m slow tests/regression/test_cases_converge.py -k multi_worker`.
+The strategy cases (mirrored_cpu_2, multi_worker_2, ps_1_worker_1) are how the
+distributed strategies are shown to train to the single-device accuracy.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from regression import runner
+from regression.cases import CASES
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _runnable_here():
+    registered = runner.load_registered()
+    hardware = runner.parse_hardware(None)
+    return [c for c in CASES if not runner.skip_reasons(c, hardware, registered)]
+
+
+def _run(args, output):
+    proc = subprocess.run([sys.executable, "-m", "regression", "run", *args, "--output",
+                           str(output)], cwd=_ROOT, capture_output=True, text=True)
+    # The runner's final table: shown by pytest when the assertion fails (or with -s).
+    table = proc.stdout[proc.stdout.rfind("\ncase ") + 1:]
+    return proc.returncode, table
+
+
+@pytest.mark.parametrize("case", [c.name for c in _runnable_here() if not c.quick])
+@pytest.mark.slow
+def test_case_reaches_its_band(case, tmp_path):
+    status, table = _run(["--case", case], tmp_path)
+    assert status == 0, table
+
+
+def test_quick_subset_passes(tmp_path, capsys):
+    """`python -m regression run --quick`, as in CI: trains, decodes, exports, passes;
+    its table is printed in the test run's output."""
+    status, table = _run(["--quick"], tmp_path)
+    with capsys.disabled():
+        print("\n`python -m regression run --quick`:\n" + table)
+    assert status == 0, table
+    assert "PASS" in table

@@ -1,0 +1,8 @@
+"""`python -m benchmarks [--quick]`: every benchmark in one run (see benchmarks/suite.py)."""
+
+import sys
+
+from benchmarks.suite import main
+
+if __name__ == "__main__":
+    sys.exit(main())

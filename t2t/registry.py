@@ -45,6 +45,10 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
+class BadProblemNameError(UnknownNameError, ValueError):
+    """A problem name that cannot name a problem (e.g. reversed twice)."""
+
+
 class DuplicateNameError(ValueError):
     """Two different definitions registered under one name."""
 
@@ -208,7 +212,7 @@ def parse_problem_name(name: str) -> tuple[str, bool]:
         return name, False
     base = name[: -len(REVERSE_SUFFIX)]
     if base.endswith(REVERSE_SUFFIX):
-        raise ValueError(
+        raise BadProblemNameError(
             f"Problem name {name!r} reverses twice: use {base[: -len(REVERSE_SUFFIX)]!r},"
             f" or {base!r} for the reversed direction."
         )

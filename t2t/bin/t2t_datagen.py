@@ -92,6 +92,7 @@ def main(argv: list[str]) -> None:
     if not FLAGS.problem:
         common_flags.fail("--problem is required (see --registry_help for the names).")
     from t2t.problems import problem as problem_lib
+    from t2t.problems.download import DownloadError
     from t2t.registry import UnknownNameError
 
     data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
@@ -108,7 +109,8 @@ def main(argv: list[str]) -> None:
                 inspect(name, data_dir)
             else:
                 generate(name, data_dir, tmp_dir)
-        except (UnknownNameError, problem_lib.DataMissingError, ValueError, OSError) as e:
+        except (UnknownNameError, problem_lib.DataMissingError, DownloadError, ValueError,
+                OSError) as e:
             common_flags.fail(str(e))
         except KeyboardInterrupt:
             common_flags.fail("interrupted: finished shards are kept; re-run to complete.")

@@ -145,6 +145,8 @@ def main(argv: list[str]) -> None:
     from t2t.hparams.basic import create_hparams
     from t2t.hparams.hparams import HParamsError
     from t2t.problems import problem as problem_lib
+    from t2t.problems.download import DownloadError
+    from t2t.problems.generator_utils import MixedShardsError
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
     from t2t.trainer.trainer import ClusterError, NonFiniteLossError, Trainer
@@ -195,7 +197,7 @@ def main(argv: list[str]) -> None:
             gin_config.save_config(output_dir)
     except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
-            ClusterError, FileNotFoundError) as e:
+            ClusterError, DownloadError, MixedShardsError, FileNotFoundError) as e:
         common_flags.fail(str(e))
     except KeyboardInterrupt:
         sys.exit(130)

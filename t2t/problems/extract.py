@@ -79,7 +79,8 @@ class _Checker:
     def fail(self, entry: str, why: str) -> None:
         raise UnsafeArchiveError(
             f"Refusing to extract {self.archive}: entry {entry!r} {why}. Nothing was "
-            "extracted from it."
+            "extracted from it. Delete this archive and fetch it again from the official "
+            "source or a trusted mirror (--data_mirror)."
         )
 
     def dest(self, name: str) -> str:

@@ -26,6 +26,10 @@ _SHARD_RE = re.compile(r"^(?P<base>.+)-(?P<split>[^-]+)-(?P<index>\d{5})-of-(?P<
 INCOMPLETE_SUFFIX = ".incomplete"
 
 
+class MixedShardsError(ValueError):
+    """Shards of one split written with different shard counts sit side by side."""
+
+
 def shard_paths(data_dir: str, base: str, split: str, num_shards: int) -> list[str]:
     """The final paths of the `num_shards` shards of `split`."""
     if num_shards < 1:
@@ -55,7 +59,7 @@ def missing_shards(files: Sequence[str]) -> list[str]:
                 missing.append(os.path.join(directory, f"{prefix}-{index:05d}-of-{count:05d}"))
     if len({count for _, _, count in groups}) > 1:
         counts = sorted({count for _, _, count in groups})
-        raise ValueError(
+        raise MixedShardsError(
             f"Shards of different counts {counts} are mixed in {os.path.dirname(files[0])!r}; "
             f"delete the stale ones and re-run t2t-datagen."
         )

@@ -30,21 +30,6 @@ _CORRUPT_SHARD_BUG = (
     "(not a ValueError/OSError); the message names neither the shard nor the fix "
     "(delete it and re-run t2t-datagen)"
 )
-_MIXED_SHARDS_BUG = (
-    "library bug: shards of different counts raise a plain ValueError in "
-    "generator_utils.missing_shards (via Problem.data_files), which t2t-trainer's main "
-    "does not catch: the good message comes with a traceback"
-)
-_DOWNLOAD_BUG = (
-    "library bug: download.ChecksumError / DownloadError derive from RuntimeError, which "
-    "t2t-datagen's main (except UnknownNameError, DataMissingError, ValueError, OSError) "
-    "and t2t-trainer --generate_data do not catch: the good message comes with a traceback"
-)
-_ARCHIVE_FIX_GAP = (
-    "message gap: extract.UnsafeArchiveError names the archive and the entry and says "
-    "nothing was extracted, but not what to do (e.g. delete the archive and fetch it from "
-    "the official source / another --data_mirror)"
-)
 
 
 def _assert_clear(result, *fragments):
@@ -149,7 +134,6 @@ def test_mixed_shard_counts_inspect(robustness, data_copy):
                   "delete the stale ones and re-run t2t-datagen")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_MIXED_SHARDS_BUG)
 def test_mixed_shard_counts_trainer(robustness, data_copy, run_copy):
     shutil.copy(os.path.join(data_copy, TRAIN_SHARD),
                 os.path.join(data_copy, f"{PROBLEM}-train-00000-of-00002"))
@@ -264,7 +248,6 @@ def _serve_env(monkeypatch, url: str, data: bytes) -> None:
     monkeypatch.setenv("T2T_ROBUSTNESS_SIZE", str(len(data)))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_DOWNLOAD_BUG)
 def test_datagen_wrong_checksum(robustness, usr_dir, tmp_path, monkeypatch):
     served, data, tmp = tmp_path / "server", tmp_path / "data", tmp_path / "tmp"
     served.mkdir()
@@ -374,7 +357,6 @@ def test_datagen_refuses_a_path_traversal_archive(robustness, usr_dir, tmp_path,
     assert not os.path.exists(tmp_path.parent / "evil.txt")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_ARCHIVE_FIX_GAP)
 def test_unsafe_archive_error_says_what_to_do(robustness, tmp_path):
     from t2t.problems import extract
 

@@ -12,13 +12,6 @@ import pytest
 from tests.robustness import support
 from tests.robustness.support import HPARAMS, HPARAMS_SET, MODEL, PROBLEM, run_binary
 
-_REV_REV_BUG = (
-    "library bug: a problem name ending in _rev_rev raises a plain ValueError in "
-    "registry.parse_problem_name, which t2t-trainer, t2t-decoder and t2t-exporter do not "
-    "catch (their except tuples list UnknownNameError, HParamsError, ... but not "
-    "ValueError): the good message comes with a traceback"
-)
-
 
 def _trainer_args(data_dir, output_dir, **overrides):
     flags = {"problem": PROBLEM, "model": MODEL, "hparams_set": HPARAMS_SET,
@@ -105,9 +98,9 @@ def test_decoder_and_exporter_unknown_names(robustness, trained_run, data_dir, t
 
 @pytest.mark.parametrize("binary", [
     "t2t-datagen",
-    pytest.param("t2t-trainer", marks=pytest.mark.xfail(strict=True, reason=_REV_REV_BUG)),
-    pytest.param("t2t-decoder", marks=pytest.mark.xfail(strict=True, reason=_REV_REV_BUG)),
-    pytest.param("t2t-exporter", marks=pytest.mark.xfail(strict=True, reason=_REV_REV_BUG)),
+    "t2t-trainer",
+    "t2t-decoder",
+    "t2t-exporter",
 ])
 def test_problem_reversed_twice(robustness, binary, data_dir, trained_run, tmp_path):
     bad = f"{PROBLEM}_rev_rev"

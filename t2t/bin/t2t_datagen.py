@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -67,11 +68,25 @@ def inspect(problem_name: str, data_dir: str) -> None:
     from t2t.problems import inspect_data
 
     problem = registry.problem(problem_name)
-    report = inspect_data.inspect_problem(
-        problem, data_dir, FLAGS.inspect_split, num_examples=FLAGS.inspect_examples,
-        max_records=FLAGS.inspect_max_records,
-    )
+    with _damaged_data_explained(problem, data_dir):
+        report = inspect_data.inspect_problem(
+            problem, data_dir, FLAGS.inspect_split, num_examples=FLAGS.inspect_examples,
+            max_records=FLAGS.inspect_max_records,
+        )
     print(report.format())
+
+
+@contextlib.contextmanager
+def _damaged_data_explained(problem, data_dir: str):
+    """Turns TensorFlow's DataLossError into a DamagedDataError naming the bad shards."""
+    import tensorflow as tf
+
+    from t2t.problems import problem as problem_lib
+
+    try:
+        yield
+    except tf.errors.DataLossError as e:
+        raise problem_lib.DamagedDataError(problem.damaged_data_message(data_dir, e)) from e
 
 
 def dump_text(problem_name: str, data_dir: str, prefix: str) -> None:
@@ -79,8 +94,9 @@ def dump_text(problem_name: str, data_dir: str, prefix: str) -> None:
     from t2t.problems import inspect_data
 
     problem = registry.problem(problem_name)
-    paths = inspect_data.write_text(problem, data_dir, FLAGS.inspect_split,
-                                    os.path.expanduser(prefix))
+    with _damaged_data_explained(problem, data_dir):
+        paths = inspect_data.write_text(problem, data_dir, FLAGS.inspect_split,
+                                        os.path.expanduser(prefix))
     lines = sum(1 for _ in open(next(iter(paths.values())), encoding="utf-8"))
     print(f"{problem_name} [{FLAGS.inspect_split}]: wrote {lines:,} examples to "
           f"{', '.join(paths.values())}")

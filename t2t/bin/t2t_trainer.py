@@ -150,6 +150,9 @@ def main(argv: list[str]) -> None:
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
     from t2t.trainer.trainer import ClusterError, NonFiniteLossError, Trainer
+    from t2t.utils.lazy_import import lazy_module
+
+    tf = lazy_module("tensorflow")
 
     data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
     tmp_dir = os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp"))
@@ -174,13 +177,13 @@ def main(argv: list[str]) -> None:
         if not FLAGS.output_dir:
             print(f"No --output_dir given: writing to {output_dir}")
         os.makedirs(output_dir, exist_ok=True)
-        if strategy_lib.is_chief(strategy):
-            with open(os.path.join(output_dir, "flags.txt"), "w", encoding="utf-8") as f:
-                f.write(FLAGS.flags_into_string())
         trainer = Trainer(
             problem, FLAGS.model, hparams, data_dir, output_dir, config, strategy,
             run_info={"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams},
         )
+        if strategy_lib.is_chief(strategy):  # after Trainer accepted the run: a refused one writes nothing
+            with open(os.path.join(output_dir, "flags.txt"), "w", encoding="utf-8") as f:
+                f.write(FLAGS.flags_into_string())
         print(f"Training {FLAGS.model}/{FLAGS.hparams_set} on {problem.name} with "
               f"{strategy_lib.describe(strategy)}; global batch {hparams.batch_size} x "
               f"{trainer.num_replicas} replica(s); output in {output_dir}", flush=True)
@@ -199,6 +202,8 @@ def main(argv: list[str]) -> None:
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
             ClusterError, DownloadError, MixedShardsError, FileNotFoundError) as e:
         common_flags.fail(str(e))
+    except tf.errors.DataLossError as e:  # a damaged shard: say which, and how to rewrite it
+        common_flags.fail(problem.damaged_data_message(data_dir, e))
     except KeyboardInterrupt:
         sys.exit(130)
 

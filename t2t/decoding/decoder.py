@@ -179,6 +179,11 @@ def load_model(
     problem_hparams = problem.hparams(data_dir)
     model = t2t_model.create_model(model_name, hparams, problem_lib.PREDICT, problem_hparams)
     model.build_for(dummy_features(problem_hparams))
+    from t2t.trainer import run_dir
+
+    damaged = run_dir.damaged_checkpoint_message(path)
+    if damaged:
+        raise DecodeError(damaged)
     try:
         status = tf.train.Checkpoint(model=model).read(path)
         status.assert_existing_objects_matched()

@@ -86,6 +86,10 @@ class DataMissingError(FileNotFoundError):
     """The prepared data a problem needs is not in data_dir (or is incomplete)."""
 
 
+class DamagedDataError(DataMissingError):
+    """Shards that exist but cannot be read (truncated or corrupted records)."""
+
+
 @dataclasses.dataclass
 class ProblemHParams:
     """What a model needs to know about a problem's features.
@@ -311,6 +315,32 @@ class Problem:
                 f"{' ...' if len(missing) > 5 else ''}. {hint}"
             )
         return files
+
+    def damaged_data_message(self, data_dir: str, error: Exception) -> str:
+        """Explains a TFRecord read error (DataLossError): which shards are damaged, the fix.
+
+        Reads every record of each split's shards (a full scan: call it after a read
+        failed, not on the normal path) to name the damaged files.
+        """
+        damaged = []
+        for spec in self.splits:
+            try:
+                files = self.data_files(data_dir, spec.name)
+            except DataMissingError:
+                continue
+            for path in files:
+                try:
+                    for _ in tf.data.TFRecordDataset(path):
+                        pass
+                except tf.errors.OpError as e:
+                    damaged.append(f"{path} ({e.message.splitlines()[0][:120]})")
+        if not damaged:
+            return f"Reading the data of {self.name!r} in {data_dir!r} failed: {error}"
+        return (
+            f"Damaged data of {self.name!r}: {'; '.join(damaged)}. Delete the damaged "
+            f"shard(s) and run t2t-datagen --problem={self.name} --data_dir={data_dir} "
+            f"to rewrite them (complete shards are kept)."
+        )
 
     def decode_examples(self, serialized: Any) -> dict[str, Any]:
         """Parses a batch of serialized Examples into int32/float features (ragged)."""

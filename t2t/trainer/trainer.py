@@ -165,7 +165,7 @@ class Trainer:
             {"problem": self.problem.name, "model": self.model_name, **run_info},
             self.hparams,
             has_checkpoint=tf.train.latest_checkpoint(self.output_dir) is not None,
-            record=self.is_chief,
+            record=False,  # recorded below, once the checkpoint has restored
         )
         for warning in warnings:
             logging.warning(warning)
@@ -187,6 +187,10 @@ class Trainer:
             self._restore_model(latest)
         elif self.config.warm_start_from:
             self._warm_start(self.config.warm_start_from)
+        if self.is_chief:
+            run_dir.record_run(
+                self.output_dir, {"problem": self.problem.name, "model": self.model_name,
+                                  **run_info}, self.hparams, has_checkpoint=latest is not None)
         self.train_iterator, self._iterator_in_checkpoint = self._train_iterator(latest)
         items = {"model": self.model, "optimizer": self.optimizer}
         if self._iterator_in_checkpoint:
@@ -236,6 +240,9 @@ class Trainer:
         return self._make_train_iterator(seed_offset=self.step), trackable
 
     def _restore_model(self, latest: str) -> None:
+        damaged = run_dir.damaged_checkpoint_message(latest)
+        if damaged:
+            raise run_dir.IncompatibleRunError(damaged)
         try:
             tf.train.Checkpoint(model=self.model, optimizer=self.optimizer).read(
                 latest

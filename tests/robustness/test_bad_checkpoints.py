@@ -16,25 +16,6 @@ from t2t.models import transformer
 from tests.robustness import support
 from tests.robustness.support import FAST_DECODE, HPARAMS, HPARAMS_SET, MODEL, PROBLEM, run_binary
 
-_FLAGS_TXT_BUG = (
-    "library bug: t2t-trainer writes OUTPUT_DIR/flags.txt (t2t/bin/t2t_trainer.py main, "
-    "before Trainer(...) checks the run) even when the run is then refused, so a refused "
-    "invocation (another --model, structural --hparams) replaces the run's record of its "
-    "flags with its own"
-)
-_RECORDS_BUG = (
-    "library bug: with a checkpoint but no run.json/hparams.json in output_dir, "
-    "run_dir.check_and_record writes run.json and hparams.json for the NEW model before "
-    "Trainer._restore_model finds that the checkpoint does not match: the refused run leaves "
-    "records that describe another model than the checkpoint"
-)
-_DAMAGED_CHECKPOINT_BUG = (
-    "library bug: a latest checkpoint with its data file missing (an interrupted copy or "
-    "disk) is reported as 'does not match model ... Use a new --output_dir' "
-    "(trainer.Trainer._restore_model; decoder.load_model says the same), advice that "
-    "abandons the run's progress; the earlier complete checkpoint is not offered"
-)
-
 
 def _assert_clear(result, *fragments):
     assert result.code == 1, (result.out, result.err)
@@ -109,14 +90,13 @@ def test_checkpoint_state_naming_a_deleted_checkpoint(robustness, run_copy, data
 def test_trainer_refuses_another_models_run(robustness, run_copy, data_dir, change, fragments):
     robustness.bad_input("t2t-trainer resuming a transformer_test run with "
                          + " ".join(f"--{k}={v}" for k, v in change.items()))
-    before = support.snapshot(run_copy, exclude=("flags.txt",))
+    before = support.snapshot(run_copy)
     result = _trainer(data_dir, run_copy, "--train_steps=2", **change)
-    support.assert_kept(robustness, run_copy, before, exclude=("flags.txt",))
+    support.assert_kept(robustness, run_copy, before)
     assert support.checkpoint_steps(run_copy) == [0]
     _assert_clear(result, repr(run_copy), *fragments)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_FLAGS_TXT_BUG)
 def test_refused_run_keeps_flags_txt(robustness, run_copy, data_dir):
     robustness.bad_input("t2t-trainer --model=lstm_seq2seq on a transformer run (flags.txt)")
     before = support.snapshot(run_copy)
@@ -124,7 +104,7 @@ def test_refused_run_keeps_flags_txt(robustness, run_copy, data_dir):
                       hparams_set="lstm_seq2seq", hparams="batch_size=256")
     assert result.code == 1 and "not 'lstm_seq2seq'" in result.err, result.err
     lost = support.lost_files(run_copy, before)
-    assert not lost, lost  # flags.txt now says --model=lstm_seq2seq
+    assert not lost, lost
 
 
 def test_trainer_checks_the_checkpoint_itself(robustness, run_copy, data_dir):
@@ -132,15 +112,14 @@ def test_trainer_checks_the_checkpoint_itself(robustness, run_copy, data_dir):
     os.remove(os.path.join(run_copy, "run.json"))
     os.remove(os.path.join(run_copy, "hparams.json"))
     robustness.bad_input("t2t-trainer --model=lstm_seq2seq on a bare transformer checkpoint")
-    before = support.snapshot(run_copy, exclude=("flags.txt",))
+    before = support.snapshot(run_copy)
     result = _trainer(data_dir, run_copy, "--train_steps=2", model="lstm_seq2seq",
                       hparams_set="lstm_seq2seq", hparams="batch_size=256")
-    support.assert_kept(robustness, run_copy, before, exclude=("flags.txt",))
+    support.assert_kept(robustness, run_copy, before)
     _assert_clear(result, f"The checkpoint {run_copy}/ckpt-0 does not match model "
                   "'lstm_seq2seq' with these hparams", "Use a new --output_dir.")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_RECORDS_BUG)
 def test_refused_bare_checkpoint_gets_no_records_of_another_model(robustness, run_copy,
                                                                    data_dir):
     os.remove(os.path.join(run_copy, "run.json"))
@@ -178,7 +157,6 @@ def test_decoder_and_exporter_refuse_another_models_checkpoint(robustness, train
                   "(use the --hparams_set/--hparams it was trained with)")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=_DAMAGED_CHECKPOINT_BUG)
 def test_damaged_latest_checkpoint(robustness, run_copy, data_dir):
     """The latest checkpoint, ckpt-1, lost its data file; ckpt-0 is complete."""
     shutil.copy(os.path.join(run_copy, "ckpt-0.index"), os.path.join(run_copy, "ckpt-1.index"))
@@ -186,9 +164,9 @@ def test_damaged_latest_checkpoint(robustness, run_copy, data_dir):
         f.write('model_checkpoint_path: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-0"\n'
                 'all_model_checkpoint_paths: "ckpt-1"\n')
     robustness.bad_input("t2t-trainer resuming from a checkpoint whose data file is gone")
-    before = support.snapshot(run_copy, exclude=("flags.txt",))
+    before = support.snapshot(run_copy)
     result = _trainer(data_dir, run_copy, "--train_steps=3")
-    support.assert_kept(robustness, run_copy, before, exclude=("flags.txt",))
+    support.assert_kept(robustness, run_copy, before)
     _assert_clear(result, "ckpt-1.data-00000-of-00001")
     assert "does not match model" not in result.err and "new --output_dir" not in result.err
 

@@ -434,9 +434,14 @@ class Decoder:
             if prompt:
                 stdout.write(prompt)
                 stdout.flush()
-            line = stdin.readline()
+            # Bytes where the stream has them: a strict UTF-8 stdin would raise on a bad
+            # byte; like files, invalid UTF-8 is replaced with a warning.
+            raw_stdin = getattr(stdin, "buffer", None)
+            line = raw_stdin.readline() if raw_stdin is not None else stdin.readline()
             if not line:
                 break
+            if isinstance(line, bytes):
+                line = _decode_bytes(line.rstrip(b"\r\n"), f"input line {count + 1}")
             line = line.rstrip("\r\n")
             if line.strip() == "q":
                 break

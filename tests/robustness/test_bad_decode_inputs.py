@@ -127,19 +127,9 @@ def _stdin(data: bytes, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors=errors)
 
 
-_STRICT_STDIN_BUG = (
-    "library bug: t2t-decoder --decode_interactive reads sys.stdin as text; under a UTF-8 "
-    "locale (stdin errors='strict', e.g. LANG=en_US.UTF-8) a non-UTF-8 byte raises "
-    "UnicodeDecodeError out of Decoder.interactive (t2t/decoding/decoder.py, "
-    "stdin.readline()) and the decoder dies with a traceback, where --decode_from_file "
-    "replaces such bytes with a warning"
-)
-
-
 @pytest.mark.parametrize("errors", [
     "surrogateescape",  # what Python gives stdin under the C / POSIX locale
-    pytest.param("strict", marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                   reason=_STRICT_STDIN_BUG)),
+    "strict",  # what it gives under a UTF-8 locale
 ])
 def test_interactive_bad_lines(robustness, trained_run, data_dir, monkeypatch, errors):
     lines = [b"1 0 1", b"", b"0 \xff 1", b"1 0 " * 50_000, b"0 0 1"]

@@ -581,28 +581,37 @@ def _md(text: Any) -> str:
 
 def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One report of several runs' cases (a later run of a case replaces an earlier);
-    each case keeps the commit it ran at; the machine is the first report's."""
+    each case keeps the commit and date of its run; the machine is the first report's."""
     cases: dict[str, dict[str, Any]] = {}
     for report in reports:
-        commit = report.get("machine", {}).get("t2t_commit")
+        machine = report.get("machine", {})
         for case in report.get("cases", []):
-            cases[case["name"]] = {"commit": commit, **case}
+            cases[case["name"]] = {"commit": machine.get("t2t_commit"),
+                                   "date": machine.get("date"), **case}
+    notes = [f"{str(r['machine'].get('date', '?'))[:10]}: {r['machine']['note']}"
+             for r in reports if r.get("machine", {}).get("note")]
     return {"machine": reports[0].get("machine", {}) if reports else {},
-            "cases": list(cases.values())}
+            "cases": list(cases.values()), "runs": len(reports), "notes": notes}
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    """The README's results block, from a report.json."""
+    """The README's results block, from a report.json (or `merge_reports` of several)."""
     m = report.get("machine", {})
     gpus = f", GPUs: {'; '.join(m['gpus'])}" if m.get("gpus") else ""
+    where = (f"on {m.get('cpu', '?')} ({m.get('cores', '?')} cores{gpus}), TensorFlow "
+             f"{m.get('tensorflow', '?')}, Python {m.get('python', '?')}")
+    days = sorted({str(c.get("date") or m.get("date") or "?")[:10] for c in report.get("cases", [])})
+    if report.get("runs", 1) > 1:
+        head = (f"{report['runs']} runs from {days[0]} to {days[-1]} {where}; each row says "
+                "the date and t2t commit of its run.")
+    else:
+        head = f"Run {m.get('date', '?')} {where}, t2t {m.get('t2t_commit') or m.get('t2t') or '?'}."
     lines = [
-        f"Run {m.get('date', '?')} on {m.get('cpu', '?')} ({m.get('cores', '?')} cores"
-        f"{gpus}), TensorFlow {m.get('tensorflow', '?')}, Python {m.get('python', '?')}, "
-        f"t2t {m.get('t2t_commit') or m.get('t2t') or '?'}.",
+        head,
         "",
         "| case | problem | model / hparams_set | steps | metric | value | band | result "
-        "| minutes | t2t commit |",
-        "|---|---|---|---:|---|---:|---|---|---:|---|",
+        "| minutes | date | t2t commit |",
+        "|---|---|---|---:|---|---:|---|---|---:|---|---|",
     ]
     for c in report.get("cases", []):
         result = c["status"] + (f": {c['reason']}" if c.get("reason") else "")
@@ -610,9 +619,28 @@ def markdown_table(report: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(_md(x) for x in [
             c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
             c["metric"], _value(c.get("value")), _band(c["band"]), result, minutes,
+            str(c.get("date") or m.get("date") or "?")[:10],
             c.get("commit") or m.get("t2t_commit") or "?",
         ]) + " |")
+    notes = report["notes"] if "notes" in report else [m["note"]] if m.get("note") else []
+    if notes:
+        lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
     return "\n".join(lines)
+
+
+def report_paths(paths: Sequence[str]) -> list[str]:
+    """`paths` with each folder replaced by its *.json reports, oldest run first."""
+    found: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            inside = [os.path.join(path, n) for n in os.listdir(path) if n.endswith(".json")]
+            if not inside:
+                raise RegressionError(f"no *.json report in the folder {path}")
+            found.extend(sorted(inside, key=lambda p: (str(read_report(p).get("machine", {})
+                                                           .get("date", "")), p)))
+        else:
+            found.append(path)
+    return found
 
 
 def replace_block(text: str, block: str) -> str:
@@ -726,8 +754,8 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
 
 
 def cmd_readme(args: argparse.Namespace) -> int:
-    block = markdown_table(merge_reports([read_report(path) for path in args.report or
-                                          [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)]]))
+    paths = report_paths(args.report or [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)])
+    block = markdown_table(merge_reports([read_report(path) for path in paths]))
     if not args.write:
         print(block)
         return 0
@@ -778,7 +806,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     readme = sub.add_parser("readme", help="the markdown results table of a report")
     readme.add_argument("--report", action="append",
-                        help="report.json to read; repeat to merge several runs (default: "
+                        help="report.json to read, or a folder of them (e.g. regression/results); "
+                             "repeat to merge several runs, later runs of a case win (default: "
                              f"{os.path.join(DEFAULT_OUTPUT, REPORT_FILE)})")
     readme.add_argument("--write", metavar="README",
                         help=f"replace the block between {BEGIN_MARKER} and {END_MARKER} in "

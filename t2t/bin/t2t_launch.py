@@ -16,7 +16,8 @@ ps order. Each task's output is streamed with a `[type:index] ` prefix (and writ
 --log_dir/<type>-<index>.log). When a task fails, the others get SIGTERM (SIGKILL after
 --grace_period_secs) and t2t-launch exits with the failing task's code. Ctrl-C or
 SIGTERM forwards SIGTERM to every task (the chief can save a checkpoint); a second one
-kills them. With ps tasks, the servers are stopped once the chief exits 0.
+kills them. With ps tasks it goes to the chief first, and the servers are stopped once
+the chief has exited (they hold the variables its last checkpoint reads).
 """
 
 from __future__ import annotations

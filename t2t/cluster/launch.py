@@ -13,7 +13,9 @@ with `log_dir`, to `<log_dir>/<type>-<index>.log`). The launcher's own messages 
   killed it), and a message names the task and its code.
 - SIGINT (Ctrl-C) or SIGTERM to the launcher: SIGTERM goes to every task (the chief can
   save a checkpoint), SIGKILL after the grace period or at a second signal; the status
-  is 128 + the signal's number.
+  is 128 + the signal's number. With parameter servers it goes to the chief alone, and
+  the ps and worker servers get theirs once the chief has stopped: the ps tasks hold
+  the variables the chief's last checkpoint reads.
 - With "ps" tasks (ParameterServerStrategy), the ps and worker servers never exit by
   themselves: once the chief (the coordinator) exits 0 they are stopped, and the status
   is 0.
@@ -258,6 +260,10 @@ class Launcher:
                     task.pump.join(timeout=1.0)
                 if task.signalled or failure or interrupted:
                     self.say(f"{task.name} stopped ({_short_exit(code)})")
+                    if (interrupted and self.stop_servers_with_chief
+                            and task.type == tf_config_lib.CHIEF and self._running()):
+                        self.say("the chief has stopped: stopping the ps and worker servers")
+                        self._stop(signal.SIGTERM)
                 elif code != 0:
                     failure = task
                     self.say(f"{task.name} {describe_exit(code)}; stopping the other tasks")
@@ -275,10 +281,18 @@ class Launcher:
                 signum = self._signals.pop(0)
                 if interrupted is None and kill_at is None:
                     interrupted = signum
+                    targets = self._running()
+                    chief = [t for t in targets if t.type == tf_config_lib.CHIEF]
+                    if self.stop_servers_with_chief and chief:
+                        # The ps tasks hold the variables: they must outlive the chief's
+                        # last checkpoint. They (and the worker servers) stop after it.
+                        targets = chief
                     self.say(f"got {signal.Signals(signum).name}: forwarding SIGTERM to "
-                             f"{', '.join(t.name for t in self._running())} (SIGKILL after "
+                             f"{', '.join(t.name for t in targets)} (SIGKILL after "
                              f"{self.grace_period_secs:g}s, or at another signal)")
-                    kill_at = self._terminate_others()
+                    for task in targets:
+                        self._signal(task, signal.SIGTERM)
+                    kill_at = time.monotonic() + self.grace_period_secs
                 else:
                     interrupted = interrupted or signum
                     kill_at = time.monotonic()

@@ -305,19 +305,22 @@ class Trainer:
 
         def replica_step_with_stop(features, stop):
             loss, grad_norm, counts = replica_step(features)
-            return loss, grad_norm, counts, tf.identity(stop)  # a per-replica value
+            # [loss, grad_norm, stop, examples, tokens]: one vector per replica, so that a
+            # single collective reports them all (between workers each collective is a
+            # network round trip).
+            head = tf.stack([tf.cast(loss, tf.float32), tf.cast(grad_norm, tf.float32)])
+            stop = tf.reshape(tf.cast(stop, tf.float32), [1])
+            return tf.concat([head, stop, tf.cast(counts, tf.float32)], axis=0)
 
         @tf.function
         def train_step(iterator, stop):
-            loss, grad_norm, counts, stops = strategy.run(
-                replica_step_with_stop, args=(next(iterator), stop)
-            )
-            total = strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None)
-            norm = strategy.reduce(tf.distribute.ReduceOp.MEAN, grad_norm, axis=None)
-            counts = strategy.reduce(tf.distribute.ReduceOp.SUM, counts, axis=None)
-            # Any process asked to stop (SIGTERM): all stop after this step, together.
-            stops = strategy.reduce(tf.distribute.ReduceOp.SUM, stops, axis=None)
-            return total, norm, counts, stops
+            packed = strategy.run(replica_step_with_stop, args=(next(iterator), stop))
+            summed = strategy.reduce(tf.distribute.ReduceOp.SUM, packed, axis=None)
+            # Each replica's loss is its share of the global mean: their sum is the mean.
+            # The norm is averaged. Any process asked to stop (SIGTERM): all stop after
+            # this step, together.
+            norm = summed[1] / strategy.num_replicas_in_sync
+            return summed[0], norm, summed[3:], summed[2]
 
         if self.parameter_server:
             @tf.function

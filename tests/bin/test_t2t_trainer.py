@@ -57,6 +57,9 @@ def test_dry_run_and_flag_errors(data_dir, tmp_path):
     assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr
 
 
+# ~100 s on 2 cores. CI covers the same (and more: kills at random steps, a reference
+# run beside, equal final weights) in tests/robustness/test_faults.py.
+@pytest.mark.slow
 def test_deterministic_runs_repeat_and_survive_sigkill(data_dir, tmp_path):
     """Two --deterministic runs give identical losses; a run SIGKILLed mid-way and
     restarted (twice) ends at the same step with the same final loss."""

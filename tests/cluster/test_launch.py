@@ -243,6 +243,42 @@ def test_binary_forwards_sigterm_to_the_tasks(tmp_path, sig):
     assert out.count("saving a checkpoint") == 3
 
 
+def test_with_parameter_servers_sigterm_reaches_the_chief_before_the_servers(tmp_path):
+    # The chief takes a while to "save" on SIGTERM and checks that the ps still runs.
+    code = HEAD + (
+        f"folder = {str(tmp_path)!r}\n"
+        "def on_term(signum, frame):\n"
+        "    if TYPE == 'chief':\n"
+        "        time.sleep(1.0)\n"
+        "        alive = not os.path.exists(os.path.join(folder, 'ps-0.term'))\n"
+        "        print('saved with the ps', 'alive' if alive else 'gone', flush=True)\n"
+        "    open(os.path.join(folder, NAME + '.term'), 'w').close()\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        "open(os.path.join(folder, NAME + '.ready'), 'w').close()\n"
+        "time.sleep(60)\n")
+    process = subprocess.Popen([*LAUNCH, "--num_workers=1", "--num_ps=1", "--", *_python(code)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    names = ["chief-0", "ps-0", "worker-0"]
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"{n}.ready").exists() for n in names):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the tasks did not start"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "got SIGTERM: forwarding SIGTERM to chief:0 (SIGKILL after" in err
+    assert "[chief:0] saved with the ps alive" in out
+    assert "the chief has stopped: stopping the ps and worker servers" in err
+    assert sorted(p.name for p in tmp_path.glob("*.term")) == [f"{n}.term" for n in names]
+
+
 def test_binary_second_signal_kills_at_once(tmp_path):
     code = HEAD + (
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"

@@ -435,13 +435,43 @@ def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
 
 
 def test_reports_of_several_runs_merge_into_one_table():
-    first = {"machine": {"t2t_commit": "aaa", "cpu": "X"},
+    first = {"machine": {"t2t_commit": "aaa", "cpu": "X", "date": "2026-11-22T05:00:00"},
              "cases": [{"name": "a", "value": 0.5}, {"name": "b", "value": 0.1}]}
-    second = {"machine": {"t2t_commit": "bbb"}, "cases": [{"name": "b", "value": 0.9}]}
+    second = {"machine": {"t2t_commit": "bbb", "date": "2026-11-25T07:00:00"},
+              "cases": [{"name": "b", "value": 0.9}]}
     merged = runner.merge_reports([first, second])
-    assert merged["machine"]["cpu"] == "X"
-    assert merged["cases"] == [{"commit": "aaa", "name": "a", "value": 0.5},
-                               {"commit": "bbb", "name": "b", "value": 0.9}]
+    assert merged["machine"]["cpu"] == "X" and merged["runs"] == 2
+    assert merged["cases"] == [
+        {"commit": "aaa", "date": "2026-11-22T05:00:00", "name": "a", "value": 0.5},
+        {"commit": "bbb", "date": "2026-11-25T07:00:00", "name": "b", "value": 0.9}]
+
+
+def test_a_folder_of_reports_makes_one_table_with_each_runs_date(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    report = json.loads(open(_report(tmp_path)).read())
+    results = tmp_path / "results"
+    results.mkdir()
+    older = {**report, "machine": {**report["machine"], "date": "2026-11-20T01:00:00",
+                                   "t2t_commit": "old1234", "note": "rebuilt from a table"}}
+    newer = {**report, "machine": {**report["machine"], "date": "2026-11-25T01:00:00",
+                                   "t2t_commit": "new5678"},
+             "cases": [c for c in report["cases"] if c["name"] == "good"]}
+    # File names sort the other way round: the runs' dates decide which wins.
+    (results / "a-newer.json").write_text(json.dumps(newer))
+    (results / "b-older.json").write_text(json.dumps(older))
+    capsys.readouterr()
+    assert runner.main(["readme", "--report", str(results)]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("2 runs from 2026-11-20 to 2026-11-25 on ")
+    good = [line for line in table.splitlines() if line.startswith("| good |")]
+    assert len(good) == 1 and good[0].endswith("| 2026-11-25 | new5678 |")
+    assert any(line.startswith("| low |") and line.endswith("| 2026-11-20 | old1234 |")
+               for line in table.splitlines())
+    assert table.rstrip().endswith("Note on the run of 2026-11-20: rebuilt from a table")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert runner.main(["readme", "--report", str(empty)]) == 2
+    assert "no *.json report in the folder" in capsys.readouterr().err
 
 
 def test_decoding_and_export_after_training(tmp_path, capsys):

@@ -67,7 +67,8 @@ def _study(output_dir, hparams_range="tuner_test_range"):
 @pytest.fixture(scope="module")
 def first_run(setup):
     out = setup / "study"
-    result = _run(_args(setup, out, "--num_trials=3", "--parallel_trials=2"))
+    # Two trials at a time: both of the study's first trials run side by side.
+    result = _run(_args(setup, out, "--num_trials=2", "--parallel_trials=2"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out, result
 
@@ -94,7 +95,7 @@ def test_study_writes_table_best_hparams_and_plots(first_run):
     out, result = first_run
     assert "0 trial(s) already" in result.stdout
     trials = _study(out).get_trials()
-    assert [t.state for t in trials] == [TrialState.COMPLETE] * 3
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
     for t in trials:
         run = out / f"trial_{t.number}"
         lines = (run / "eval_results.jsonl").read_text().splitlines()
@@ -105,7 +106,7 @@ def test_study_writes_table_best_hparams_and_plots(first_run):
         assert "--train_steps=4" in flags_txt and "batch_size=128" in flags_txt
     table = (out / "trials.tsv").read_text().splitlines()
     assert table[0].split("\t")[:4] == ["trial", "state", "accuracy", "seconds"]
-    assert len(table) == 4 and all("\tCOMPLETE\t" in row for row in table[1:])
+    assert len(table) == 3 and all("\tCOMPLETE\t" in row for row in table[1:])
     best = json.loads((out / "best_hparams.json").read_text())
     assert best["value"] == max(t.value for t in trials)
     assert (out / "best_hparams.txt").read_text().strip() == best["hparams_override"]
@@ -119,17 +120,17 @@ def test_rerun_resumes_without_repeating_trials(setup, first_run):
     out, _ = first_run
     before = {t.number: t for t in _study(out).get_trials()}
     logs = {n: (out / f"trial_{n}" / "eval_results.jsonl").read_text() for n in before}
-    result = _run(_args(setup, out, "--num_trials=4", "--parallel_trials=2"))
+    result = _run(_args(setup, out, "--num_trials=3", "--parallel_trials=2"))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "3 trial(s) already: 3 COMPLETE" in result.stdout
-    assert "trial 3: started" in result.stdout and "trial 0: started" not in result.stdout
+    assert "2 trial(s) already: 2 COMPLETE" in result.stdout
+    assert "trial 2: started" in result.stdout and "trial 0: started" not in result.stdout
     trials = _study(out).get_trials()
-    assert len(trials) == 4  # trial 3 may be pruned: it reports below the median
-    assert trials[3].state in (TrialState.COMPLETE, TrialState.PRUNED)
+    assert len(trials) == 3  # trial 2 may be pruned: it reports below the median
+    assert trials[2].state in (TrialState.COMPLETE, TrialState.PRUNED)
     for number, t in before.items():  # untouched: same times, same evaluations
         assert trials[number].datetime_complete == t.datetime_complete
         assert (out / f"trial_{number}" / "eval_results.jsonl").read_text() == logs[number]
-    assert len((out / "trials.tsv").read_text().splitlines()) == 5
+    assert len((out / "trials.tsv").read_text().splitlines()) == 4
 
 
 @pytest.mark.slow  # ~100 s on 2 cores; test_study.py covers two tuners with a fake trainer

@@ -581,7 +581,8 @@ def _md(text: Any) -> str:
 
 def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One report of several runs' cases (a later run of a case replaces an earlier);
-    each case keeps the commit and date of its run; the machine is the first report's."""
+    each case keeps the commit and date of its run; the machine is the first report's,
+    with the CPU of every run (runs of the same suite may land on different CPUs)."""
     cases: dict[str, dict[str, Any]] = {}
     for report in reports:
         machine = report.get("machine", {})
@@ -590,8 +591,13 @@ def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
                                    "date": machine.get("date"), **case}
     notes = [f"{str(r['machine'].get('date', '?'))[:10]}: {r['machine']['note']}"
              for r in reports if r.get("machine", {}).get("note")]
-    return {"machine": reports[0].get("machine", {}) if reports else {},
-            "cases": list(cases.values()), "runs": len(reports), "notes": notes}
+    machine = dict(reports[0].get("machine", {})) if reports else {}
+    cpus = list(dict.fromkeys(r["machine"]["cpu"] for r in reports
+                              if r.get("machine", {}).get("cpu")))
+    if len(cpus) > 1:
+        machine["cpu"] = " or ".join(str(c) for c in cpus)
+    return {"machine": machine, "cases": list(cases.values()), "runs": len(reports),
+            "notes": notes}
 
 
 def markdown_table(report: dict[str, Any]) -> str:

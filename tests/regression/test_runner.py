@@ -441,6 +441,8 @@ def test_reports_of_several_runs_merge_into_one_table():
               "cases": [{"name": "b", "value": 0.9}]}
     merged = runner.merge_reports([first, second])
     assert merged["machine"]["cpu"] == "X" and merged["runs"] == 2
+    third = {"machine": {"cpu": "Y", "date": "2026-11-26T07:00:00"}, "cases": []}
+    assert runner.merge_reports([first, second, third])["machine"]["cpu"] == "X or Y"
     assert merged["cases"] == [
         {"commit": "aaa", "date": "2026-11-22T05:00:00", "name": "a", "value": 0.5},
         {"commit": "bbb", "date": "2026-11-25T07:00:00", "name": "b", "value": 0.9}]

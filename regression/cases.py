@@ -114,8 +114,8 @@ CASES: tuple[Case, ...] = (
     Case(
         name="transformer_tiny_reverse", **_REVERSE, train_steps=2000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=15,
-        notes="The README's quick-start run.",
+        metric="accuracy_per_sequence", band=(0.90, 1.0), also={"accuracy": (0.99, 1.0)},
+        expected_minutes=15, notes="The README's quick-start run.",
     ),
     Case(
         name="transformer_tiny_reverse_quick", **_REVERSE, train_steps=600,
@@ -131,10 +131,12 @@ CASES: tuple[Case, ...] = (
         name="transformer_tiny_addition", problem="algorithmic_addition_binary40_test",
         model="transformer", hparams_set="transformer_tiny",
         hparams="learning_rate_warmup_steps=400,layer_prepostprocess_dropout=0.0,"
-                "label_smoothing=0.0", train_steps=15000,
+                "label_smoothing=0.0", train_steps=25000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=45,
-        measured_on="2-core CPU, TF 2.21 (2026-11-24): 0.83 at step 15000 (outside the band)",
+        metric="accuracy_per_sequence", band=(0.90, 1.0), also={"accuracy": (0.99, 1.0)},
+        expected_minutes=75,
+        measured_on="2-core CPU, TF 2.21 (2026-11-24): 0.83 at step 15000 (outside the band); "
+                    "25000 steps not measured yet",
         notes="100k training examples; no dropout or label smoothing. Per-sequence accuracy "
               "(token accuracy): 0.06 at 500 steps, 0.75 (0.952) at 14000, 0.805 at 14500, "
               "0.83 (0.966) at 15000, still climbing: the band needs a longer run.",

@@ -34,13 +34,24 @@ def _trainer(data_dir, output_dir, steps, model="transformer", hparams=SMALL, **
                    data_dir, str(output_dir), TrainerConfig(**defaults))
 
 
+def _text_summaries(events_dir, tag):
+    """[(step, text)] of a text summary tag, in step order."""
+    texts = []
+    for path in sorted(glob.glob(f"{events_dir}/events.*")):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    texts.append((event.step, tf.make_ndarray(value.tensor).item().decode()))
+    return sorted(texts)
+
+
 def _checkpoint_steps(output_dir):
     return sorted(int(p.split("-")[-1].split(".")[0]) for p in glob.glob(f"{output_dir}/ckpt-*.index"))
 
 
 def test_train_and_evaluate_writes_everything_then_resumes(data_dir, tmp_path):
     out = tmp_path / "run"
-    trainer = _trainer(data_dir, out, 20)
+    trainer = _trainer(data_dir, out, 20, decode_summaries=3)
     metrics = trainer.train_and_evaluate()
     assert trainer.step == 20
     assert _checkpoint_steps(out) == [10, 20]
@@ -52,6 +63,18 @@ def test_train_and_evaluate_writes_everything_then_resumes(data_dir, tmp_path):
     assert glob.glob(str(out / "train" / "events.*")) and glob.glob(str(out / "eval" / "events.*"))
     losses = [loss for _, loss in trainer.loss_history]
     assert np.mean(losses[-5:]) < np.mean(losses[:5])
+    # Each eval decodes 3 dev examples as one padded batch: the same as one by one.
+    texts = _text_summaries(out / "eval", "decoded_examples")
+    assert [step for step, _ in texts] == [10, 20]
+    dev = registry.problem(PROBLEM).dataset("eval", data_dir, deterministic=True).take(3)
+    encoder = registry.problem(PROBLEM).feature_encoders(data_dir)["targets"]
+    expected = []
+    for example in dev:
+        length = int(tf.shape(example["targets"])[0]) + 10
+        ids = trainer.model.infer({"inputs": example["inputs"][None]}, decode_length=length)
+        expected.append(encoder.decode(ids["outputs"][0].numpy().tolist(), strip_extraneous=True))
+    outputs = [line.split("outputs: ", 1)[1] for line in texts[-1][1].split("\n") if "outputs: " in line]
+    assert outputs == expected and texts[-1][1].count("inputs: ") == 3
 
     resumed = _trainer(data_dir, out, 30)
     assert resumed.step == 20  # restored, not restarted

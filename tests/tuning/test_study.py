@@ -252,8 +252,11 @@ def test_ctrl_c_or_sigterm_interrupts_and_requeues_running_trials(tmp_path, sign
     config = fake_config(tmp_path)
     study_lib._claim_output_dir(config)
     enqueue(config, rhp, {**OK, "x": 0.1}, {**OK, "x": 0.2})
+    # A shell starts background jobs with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: give the tuner Ctrl-C as a terminal would.
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             env=dict(os.environ, FAKE_DELAY="10"))  # trials outlast the signal on a slow machine
     for line in proc.stdout:
         if line.startswith("trial 1: started"):

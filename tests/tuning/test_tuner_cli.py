@@ -116,6 +116,7 @@ def test_study_writes_table_best_hparams_and_plots(first_run):
     assert "Best: trial" in result.stdout and "trial  state     accuracy" in result.stdout
 
 
+@pytest.mark.slow  # ~40 s on 2 cores; test_study.py re-runs a SIGKILLed tuner with a fake trainer
 def test_rerun_resumes_without_repeating_trials(setup, first_run):
     out, _ = first_run
     before = {t.number: t for t in _study(out).get_trials()}

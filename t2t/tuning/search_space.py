@@ -45,6 +45,12 @@ def param_name(item: Range) -> str:
     return item.name
 
 
+def _one_minus(x: float) -> float:
+    """1 - x to 12 significant digits: in binary floating point 1 - 0.999 is
+    0.0010000000000000009, which would put the 0.001 a user writes outside the range."""
+    return float(f"{1.0 - x:.12g}")
+
+
 def _check_reverse_log(item: Range) -> None:
     if item.kind != "float" or not 0 < item.low <= item.high < 1:
         raise HParamsError(
@@ -67,7 +73,7 @@ def distributions(rhp: RangedHParams) -> dict[str, Any]:
         log = item.scale in (LOG_SCALE, REVERSE_LOG_SCALE)
         if item.kind in ("float", "int") and item.scale == REVERSE_LOG_SCALE:
             _check_reverse_log(item)
-            dist = FloatDistribution(1.0 - item.high, 1.0 - item.low, log=True)
+            dist = FloatDistribution(_one_minus(item.high), _one_minus(item.low), log=True)
         elif item.kind == "float":
             dist = FloatDistribution(float(item.low), float(item.high), log=log)
         elif item.kind == "int":
@@ -104,7 +110,7 @@ def to_hparams(rhp: RangedHParams, params: dict[str, Any]) -> dict[str, Any]:
             continue
         value = params[name]
         if name != item.name:  # reverse_log: y = 1 - x
-            value = min(max(1.0 - value, item.low), item.high)
+            value = min(max(_one_minus(value), item.low), item.high)
         values[item.name] = value
     return values
 
@@ -121,7 +127,7 @@ def to_params(rhp: RangedHParams, values: dict[str, Any]) -> dict[str, Any]:
         if not item.contains(value):
             raise HParamsError(f"{name}={value!r} is outside its range {item}.")
         key = param_name(item)
-        params[key] = 1.0 - value if key != name else value
+        params[key] = _one_minus(value) if key != name else value
     return params
 
 

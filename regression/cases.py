@@ -112,10 +112,15 @@ _EVAL_WHOLE_DEV_EVERY_500 = {"local_eval_frequency": 500, "eval_steps": 0}
 
 CASES: tuple[Case, ...] = (
     Case(
-        name="transformer_tiny_reverse", **_REVERSE, train_steps=2000,
+        name="transformer_tiny_reverse", **_REVERSE, train_steps=4000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
         metric="accuracy_per_sequence", band=(0.90, 1.0), also={"accuracy": (0.99, 1.0)},
-        expected_minutes=15, notes="The README's quick-start run.",
+        expected_minutes=14,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 1.0 per sequence and per "
+                    "token at step 4000 (1.0 from step 2500 on; 0.93 at 2000), 13.2 min",
+        notes="The README's quick-start run. At 2000 steps (2026-11-25) it reached 0.91 per "
+              "sequence but 0.9851 per token, below the issue's 0.99: the dev curve is still "
+              "noisy there (0.79 at 1000, 0.75 at 1500).",
     ),
     Case(
         name="transformer_tiny_reverse_quick", **_REVERSE, train_steps=600,

@@ -124,8 +124,13 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         name="transformer_tiny_reverse_quick", **_REVERSE, train_steps=600,
-        trainer_flags={"local_eval_frequency": 200, "eval_steps": 0},
-        metric="accuracy", band=(0.80, 1.0), quick=True, expected_minutes=4,
+        # Repeatable: undetermined runs of this case ended anywhere in 0.836-0.885, too
+        # close to the band's 0.80 for a CI check.
+        trainer_flags={"local_eval_frequency": 200, "eval_steps": 0, "deterministic": True,
+                       "random_seed": 1},
+        metric="accuracy", band=(0.80, 1.0), quick=True, expected_minutes=3,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 0.9300 (BLEU 91.5, parity "
+                    "1.0) in 2.8 and 2.7 min, the same to the last digit in both runs",
         decode_hparams="beam_size=4,alpha=0.6", export=True,
         also={"bleu": (0.0, 100.0), "export_parity": (1.0, 1.0)},
         notes="CI's quick check: per-token accuracy after a short run, then beam-4 "

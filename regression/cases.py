@@ -110,11 +110,16 @@ _REVERSE = dict(
 )
 _EVAL_WHOLE_DEV_EVERY_500 = {"local_eval_frequency": 500, "eval_steps": 0}
 
+# The trainer issue's bar for a seq2seq algorithmic run: >= 90% per-sequence and >= 99%
+# per-token dev accuracy.
+_SEQ2SEQ_TARGET = dict(metric="accuracy_per_sequence", band=(0.90, 1.0),
+                       also={"accuracy": (0.99, 1.0)})
+
 CASES: tuple[Case, ...] = (
     Case(
         name="transformer_tiny_reverse", **_REVERSE, train_steps=4000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), also={"accuracy": (0.99, 1.0)},
+        **_SEQ2SEQ_TARGET,
         expected_minutes=14,
         measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 1.0 per sequence and per "
                     "token at step 4000 (1.0 from step 2500 on; 0.93 at 2000), 13.2 min",
@@ -143,7 +148,7 @@ CASES: tuple[Case, ...] = (
         hparams="learning_rate_warmup_steps=400,layer_prepostprocess_dropout=0.0,"
                 "label_smoothing=0.0", train_steps=25000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), also={"accuracy": (0.99, 1.0)},
+        **_SEQ2SEQ_TARGET,
         expected_minutes=75,
         measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 1.0 per sequence, 1.0 per "
                     "token at step 25000 in 73.8 min (first 1.0 at step 20500)",

@@ -174,14 +174,18 @@ CASES: tuple[Case, ...] = (
     Case(
         name="transformer_tiny_sentiment", problem="sentiment_synthetic",
         model="transformer", hparams_set="transformer_tiny",
-        hparams="learning_rate_warmup_steps=400", train_steps=1500,
+        # transformer_tiny's own peak rate (constant 2.0: 0.0088 at step 400) stalls this
+        # classifier near 0.8: 0.808 after 5000 steps; constant 0.2 is slower than 0.5.
+        hparams="learning_rate_warmup_steps=400,learning_rate_constant=0.5", train_steps=6000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy", band=(0.95, 1.0), expected_minutes=10,
-        measured_on="2-core CPU, TF 2.21 (2026-11-24): 0.7725 at step 1500 (0.70 at 500, "
-                    "0.76 at 1000; outside the band: to be investigated)",
+        metric="accuracy", band=(0.95, 1.0), expected_minutes=11,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 0.9900 at step 6000 "
+                    "(0.81 at 500, 0.93 at 2000, 0.967 at 3500, 0.9785 at 5000)",
         notes="Text classification (encoder-only transformer, class-label top) of "
               "template movie reviews with negation and mixed opinions; the label is a "
-              "function of the text, so 1.0 is reachable.",
+              "function of the text, so 1.0 is reachable. Reading polarity words alone "
+              "scores 0.674 on these reviews and per-clause negation without intensity "
+              "0.960, so the band asks for both.",
     ),
     Case(
         name="lstm_attention_reverse", problem="algorithmic_reverse_binary40_test",

@@ -137,7 +137,9 @@ CASES: tuple[Case, ...] = (
         measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-25): 0.9300 (BLEU 91.5, parity "
                     "1.0) in 2.8 and 2.7 min, the same to the last digit in both runs",
         decode_hparams="beam_size=4,alpha=0.6", export=True,
-        also={"bleu": (0.0, 100.0), "export_parity": (1.0, 1.0)},
+        # BLEU of binary strings tracks per-token accuracy: 87.8 at 0.885 (an undetermined
+        # run, 2026-11-25), 91.5 at 0.930; 75 sits below what the 0.80 accuracy floor gives.
+        also={"bleu": (75.0, 100.0), "export_parity": (1.0, 1.0)},
         notes="CI's quick check: per-token accuracy after a short run, then beam-4 "
               "decoding of the dev set with t2t-decoder and an export whose parity "
               "gate must pass.",

@@ -281,6 +281,11 @@ CASES: tuple[Case, ...] = (
 )
 
 
+# Metrics with a bounded range: a band equal to it checks nothing.
+_WHOLE_RANGES = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "chrf": (0.0, 100.0),
+                 "export": (0.0, 1.0)}
+
+
 def by_name(cases: Iterable[Case] = CASES) -> dict[str, Case]:
     return {case.name: case for case in cases}
 
@@ -299,6 +304,10 @@ def validate(cases: Iterable[Case] = CASES) -> list[str]:
                 errors.append(f"{case.name}: {metric} band low {low} > high {high}")
             if metric.startswith("accuracy") and not 0.0 <= low <= high <= 1.0:
                 errors.append(f"{case.name}: an accuracy band must lie within [0, 1]")
+            whole = _WHOLE_RANGES.get(metric.split("_")[0])
+            if whole is not None and (low, high) == whole:
+                errors.append(f"{case.name}: the {metric} band {list(whole)} is the metric's "
+                              f"whole range, so it can never fail: set the band it must reach")
         post_metrics = ({"bleu", "chrf"} if case.decode_hparams is not None else set()) | (
             {"export_parity"} if case.export else set())
         for metric in case.bands():

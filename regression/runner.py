@@ -19,11 +19,8 @@ import argparse
 import dataclasses
 import datetime
 import difflib
-import importlib.metadata
-import importlib.util
 import json
 import os
-import platform
 import shlex
 import shutil
 import signal
@@ -41,17 +38,37 @@ from regression.cases import (
     STRATEGIES,
     Case,
 )
+from regression.report import (
+    BEGIN_MARKER,
+    END_MARKER,
+    FAIL,
+    INTERRUPTED,
+    PASS,
+    REPORT_FILE,
+    SKIP,
+    CaseResult,
+    RegressionError,
+    band_text,
+    earlier_results,
+    format_table,
+    machine_info,
+    markdown_table,
+    merge_reports,
+    plot_curve,
+    plots_available,
+    read_report,
+    replace_block,
+    report_paths,
+    results_table,
+    value_text,
+    write_report,
+)
 
 DEFAULT_OUTPUT = "regression_output"
-REPORT_FILE = "report.json"
 LOG_FILE = "log.txt"
 EVAL_RESULTS_FILE = "eval_results.jsonl"  # t2t.trainer.run_dir.EVAL_RESULTS_FILE
 HARDWARE_ENV = "T2T_REGRESSION_HARDWARE"
-BEGIN_MARKER = "<!-- results:begin -->"
-END_MARKER = "<!-- results:end -->"
-PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _MODULES = {"t2t-datagen": "t2t.bin.t2t_datagen", "t2t-trainer": "t2t.bin.t2t_trainer",
             "t2t-launch": "t2t.bin.t2t_launch", "t2t-decoder": "t2t.bin.t2t_decoder",
             "t2t-exporter": "t2t.bin.t2t_exporter"}
@@ -60,10 +77,6 @@ EXPORT_DIR = "export"
 
 # execute(command, log, prefix) -> exit status; the default streams a subprocess.
 Execute = Callable[[list[str], TextIO, str], int]
-
-
-class RegressionError(Exception):
-    """A usage or setup problem: printed as one line, exit status 2."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -158,47 +171,6 @@ def select_cases(cases: Sequence[Case], *, full: bool = False,
     return list(cases) if full else [case for case in cases if case.quick]
 
 
-# ----------------------------------------------------------------------- results
-@dataclasses.dataclass
-class CaseResult:
-    name: str
-    problem: str
-    model: str
-    hparams_set: str
-    hparams: str
-    train_steps: int
-    strategy: str
-    hardware: str
-    metric: str
-    band: tuple[float, float]
-    measured_on: str
-    expected_minutes: float
-    # Every checked metric -> band (the main one first), and their final values.
-    bands: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    values: dict[str, float] = dataclasses.field(default_factory=dict)
-    status: str = SKIP
-    reason: str = ""
-    value: float | None = None
-    final_step: int | None = None
-    minutes: float = 0.0
-    datagen_minutes: float = 0.0
-    curve: list[tuple[int, float]] = dataclasses.field(default_factory=list)
-    eval_results: list[dict[str, float]] = dataclasses.field(default_factory=list)
-    commands: list[str] = dataclasses.field(default_factory=list)
-    log: str | None = None
-    plot: str | None = None
-
-    @classmethod
-    def for_case(cls, case: Case) -> CaseResult:
-        return cls(
-            name=case.name, problem=case.problem, model=case.model,
-            hparams_set=case.hparams_set, hparams=case.hparams, train_steps=case.train_steps,
-            strategy=case.strategy, hardware=case.hardware, metric=case.metric,
-            band=tuple(case.band), measured_on=case.measured_on,
-            expected_minutes=case.expected_minutes, bands=case.bands(),
-        )
-
-
 def in_band(value: float | None, band: Sequence[float]) -> bool:
     """low <= value <= high (a missing or NaN value is never in the band)."""
     low, high = band
@@ -236,7 +208,7 @@ def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: 
     if last is not None:
         result.final_step = int(last.get("step", -1))
     missing = [name for name in result.bands if name not in final]
-    outside = [f"{name} {final[name]:.4f} outside {_band(band)}"
+    outside = [f"{name} {final[name]:.4f} outside {band_text(band)}"
                for name, band in result.bands.items()
                if name in final and not in_band(final[name], band)]
     if returncode != 0:
@@ -390,15 +362,34 @@ def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO
     return metrics, ""
 
 
+def kept_result(earlier: CaseResult | None, case: Case, output_dir: str,
+                trainer_extra: Sequence[str] = ()) -> CaseResult | None:
+    """`earlier` when --resume may keep it instead of running `case` again: a finished
+    run (PASS or FAIL, not interrupted) of the same commands, metric and bands."""
+    if earlier is None or earlier.status not in (PASS, FAIL) or earlier.reason == INTERRUPTED:
+        return None
+    datagen, trainer = case_commands(case, output_dir, trainer_extra)
+    planned = [shlex.join(trainer),
+               *(shlex.join(c) for c in post_training_commands(case, output_dir))]
+    ran = [c for c in earlier.commands if c != shlex.join(datagen)]
+    if not ran or ran != planned[:len(ran)]:
+        return None
+    if earlier.metric != case.metric or earlier.bands != case.bands():
+        return None
+    return earlier
+
+
 def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
              prepared: set[tuple[str, str | None]] | None = None,
              resume: bool = False, trainer_extra: Sequence[str] = ()) -> CaseResult:
     """Datagen (once per problem and run), training of one case, what runs after
-    training (decoding, export), then its verdict."""
+    training (decoding, export), then its verdict. With `resume`, training continues
+    from what OUTPUT/CASE holds (`continued` says whether it held anything)."""
     result = CaseResult.for_case(case)
     prepared = set() if prepared is None else prepared
     datagen, trainer = case_commands(case, output_dir, trainer_extra)
     case_dir = os.path.join(output_dir, case.name)
+    result.continued = resume and os.path.isdir(case_dir) and bool(os.listdir(case_dir))
     prepare_case_dir(case_dir, resume)
     result.log = os.path.relpath(os.path.join(case_dir, LOG_FILE), output_dir)
     prefix = f"[{case.name}] "
@@ -426,131 +417,7 @@ def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
     return result
 
 
-# ----------------------------------------------------------------------- plotting
-def plots_available() -> bool:
-    return importlib.util.find_spec("matplotlib") is not None
-
-
-def plot_curve(result: CaseResult, path: str) -> str | None:
-    """A PNG of the metric over steps with the band shaded; None without a curve."""
-    if not result.curve:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    steps, values = zip(*result.curve, strict=True)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    low, high = result.band
-    ax.axhspan(low, high, color="tab:green", alpha=0.15, label=f"band [{low:g}, {high:g}]")
-    ax.plot(steps, values, marker="o", label=result.metric)
-    ax.set_xlabel("step")
-    ax.set_ylabel(result.metric)
-    ax.set_title(f"{result.name}: {result.status}")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
-
-
-# ------------------------------------------------------------------------ reports
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _output_of(command: list[str]) -> str | None:
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=_REPO_ROOT)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
-
-
-def machine_info() -> dict[str, Any]:
-    """CPU, cores, memory, GPUs and versions of the machine running the cases."""
-    memory_gib = None
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    memory_gib = round(int(line.split()[1]) / 2**20, 1)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    gpus = _output_of(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
-    return {
-        "cpu": _cpu_model(),
-        "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "memory_gib": memory_gib,
-        "gpus": gpus.splitlines() if gpus else [],
-        "tensorflow": _version("tensorflow"),
-        "keras": _version("keras"),
-        "t2t": _version("t2t"),
-        "t2t_commit": _output_of(["git", "rev-parse", "--short", "HEAD"]),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def write_report(path: str, results: Sequence[CaseResult], machine: dict[str, Any],
-                 **extra: Any) -> None:
-    report = {"machine": machine, **extra, "cases": [dataclasses.asdict(r) for r in results]}
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
-def read_report(path: str) -> dict[str, Any]:
-    if not os.path.exists(path):
-        raise RegressionError(f"no report at {path}: run `python -m regression run` first "
-                              f"(or pass --report PATH)")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """Plain-text columns, left-aligned."""
-    rows = [[str(c) for c in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def _number(x: float) -> str:
-    return f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
-
-
-def _band(band: Sequence[float]) -> str:
-    return f"[{_number(band[0])}, {_number(band[1])}]"
-
-
-def _value(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
+# ---------------------------------------------------------------------- listing
 def list_table(cases: Sequence[Case], hardware: Iterable[str], registered: Registered,
                mirror_exists: Callable[[str], bool] = os.path.isdir) -> str:
     rows = []
@@ -558,116 +425,13 @@ def list_table(cases: Sequence[Case], hardware: Iterable[str], registered: Regis
         reasons = skip_reasons(case, hardware, registered, mirror_exists)
         rows.append([
             case.name + (" *" if case.quick else ""), case.problem,
-            f"{case.model}/{case.hparams_set}", case.train_steps, case.metric, _band(case.band),
+            f"{case.model}/{case.hparams_set}", case.train_steps, case.metric, band_text(case.band),
             case.hardware, f"{case.expected_minutes:g}",
             "yes" if not reasons else "no: " + "; ".join(reasons),
         ])
     header = ["case", "problem", "model/hparams_set", "steps", "metric", "band", "hardware",
               "minutes", "runnable here?"]
     return format_table(header, rows) + "\n(* quick: in CI's quick subset)"
-
-
-def results_table(results: Sequence[CaseResult]) -> str:
-    rows = [[r.name, r.metric, _value(r.value), _band(r.band), r.status, f"{r.minutes:.1f}"]
-            for r in results]
-    table = format_table(["case", "metric", "value", "band", "result", "minutes"], rows)
-    notes = [f"  {r.name}: {r.status} - {r.reason}" for r in results if r.reason]
-    return table + ("\n" + "\n".join(notes) if notes else "")
-
-
-def _md(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One report of several runs' cases (a later run of a case replaces an earlier);
-    each case keeps the commit and date of its run; the machine is the first report's,
-    with the CPU of every run (runs of the same suite may land on different CPUs)."""
-    cases: dict[str, dict[str, Any]] = {}
-    for report in reports:
-        machine = report.get("machine", {})
-        for case in report.get("cases", []):
-            cases[case["name"]] = {"commit": machine.get("t2t_commit"),
-                                   "date": machine.get("date"), **case}
-    notes = [f"{str(r['machine'].get('date', '?'))[:10]}: {r['machine']['note']}"
-             for r in reports if r.get("machine", {}).get("note")]
-    machine = dict(reports[0].get("machine", {})) if reports else {}
-    cpus = list(dict.fromkeys(r["machine"]["cpu"] for r in reports
-                              if r.get("machine", {}).get("cpu")))
-    if len(cpus) > 1:
-        machine["cpu"] = " or ".join(str(c) for c in cpus)
-    return {"machine": machine, "cases": list(cases.values()), "runs": len(reports),
-            "notes": notes}
-
-
-def markdown_table(report: dict[str, Any]) -> str:
-    """The README's results block, from a report.json (or `merge_reports` of several)."""
-    m = report.get("machine", {})
-    gpus = f", GPUs: {'; '.join(m['gpus'])}" if m.get("gpus") else ""
-    where = (f"on {m.get('cpu', '?')} ({m.get('cores', '?')} cores{gpus}), TensorFlow "
-             f"{m.get('tensorflow', '?')}, Python {m.get('python', '?')}")
-    days = sorted({str(c.get("date") or m.get("date") or "?")[:10] for c in report.get("cases", [])})
-    if report.get("runs", 1) > 1:
-        head = (f"{report['runs']} runs from {days[0]} to {days[-1]} {where}; each row says "
-                "the date and t2t commit of its run.")
-    else:
-        head = f"Run {m.get('date', '?')} {where}, t2t {m.get('t2t_commit') or m.get('t2t') or '?'}."
-    lines = [
-        head,
-        "",
-        "| case | problem | model / hparams_set | steps | metric | value | band | result "
-        "| minutes | date | t2t commit |",
-        "|---|---|---|---:|---|---:|---|---|---:|---|---|",
-    ]
-    for c in report.get("cases", []):
-        result = c["status"] + (f": {c['reason']}" if c.get("reason") else "")
-        minutes = f"{c['minutes']:.1f}" if c["status"] != SKIP else "-"
-        lines.append("| " + " | ".join(_md(x) for x in [
-            c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
-            c["metric"], _value(c.get("value")), _band(c["band"]), result, minutes,
-            str(c.get("date") or m.get("date") or "?")[:10],
-            c.get("commit") or m.get("t2t_commit") or "?",
-        ]) + " |")
-    notes = report["notes"] if "notes" in report else [m["note"]] if m.get("note") else []
-    if notes:
-        lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
-    return "\n".join(lines)
-
-
-def report_paths(paths: Sequence[str]) -> list[str]:
-    """`paths` with each folder replaced by its *.json reports, oldest run first."""
-    found: list[str] = []
-    for path in paths:
-        if os.path.isdir(path):
-            inside = [os.path.join(path, n) for n in os.listdir(path) if n.endswith(".json")]
-            if not inside:
-                raise RegressionError(f"no *.json report in the folder {path}")
-            found.extend(sorted(inside, key=lambda p: (str(read_report(p).get("machine", {})
-                                                           .get("date", "")), p)))
-        else:
-            found.append(path)
-    return found
-
-
-def replace_block(text: str, block: str) -> str:
-    """`text` with the lines between the results marker lines replaced by `block`.
-
-    The markers count only as lines of their own (a mention inside prose is ignored).
-    """
-    lines = text.splitlines(keepends=True)
-    begins = [i for i, line in enumerate(lines) if line.strip() == BEGIN_MARKER]
-    ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
-    if not begins or not ends or ends[0] < begins[0]:
-        raise RegressionError(
-            f"the README has no results block: add a line {BEGIN_MARKER} and, below it, a "
-            f"line {END_MARKER} where the table goes")
-    if len(begins) > 1 or len(ends) > 1:
-        raise RegressionError("the README has more than one results block")
-    begin, end = begins[0], ends[0]
-    head = "".join(lines[: begin + 1])
-    if not head.endswith("\n"):
-        head += "\n"
-    return head + block.strip() + "\n" + "".join(lines[end:])
 
 
 # ---------------------------------------------------------------------- commands
@@ -708,6 +472,8 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
     selection = "case" if args.case else ("full" if args.full else "quick")
     machine = machine_info()
     started = machine["date"]
+    earlier_report, earlier = earlier_results(report_path) if args.resume else ({}, {})
+    started = earlier_report.get("started", started) if earlier else started
     can_plot = plots_available()
     if not can_plot:
         print("matplotlib is not installed: plots are skipped (pip install matplotlib).")
@@ -715,35 +481,56 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
     prepared: set[tuple[str, str | None]] = set()
     print(f"Running {len(selected)} case(s) ({selection}) into {output_dir}; "
           f"hardware: {', '.join(sorted(hardware))}")
-    for case in selected:
+    for index, case in enumerate(selected):
         reasons = skip_reasons(case, hardware, registered)
+        kept = kept_result(earlier.get(case.name), case, output_dir, args.trainer_arg)
         if reasons:
             result = CaseResult.for_case(case)
             result.status, result.reason = SKIP, "; ".join(reasons)
             print(f"[{case.name}] SKIP: {result.reason}")
+        elif kept is not None:
+            result = kept
+            print(f"[{case.name}] kept from the run of {str(result.date)[:16]} (t2t "
+                  f"{result.commit}): {result.status} {case.metric} {value_text(result.value)} "
+                  f"in {result.minutes:.1f} min", flush=True)
         else:
             print(f"[{case.name}] {case.problem} {case.model}/{case.hparams_set} "
                   f"{case.train_steps} steps (about {case.expected_minutes:g} min)", flush=True)
+            previous = earlier.get(case.name)
+            earlier_minutes = (previous.minutes if previous is not None
+                               and previous.reason == INTERRUPTED else 0.0)
+            case_started = time.monotonic()
+            date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             try:
                 result = run_case(case, output_dir, execute=execute or stream_command,
                                   prepared=prepared, resume=args.resume,
                                   trainer_extra=args.trainer_arg)
             except KeyboardInterrupt:
                 result = CaseResult.for_case(case)
-                result.status, result.reason = FAIL, "interrupted"
+                result.status, result.reason = FAIL, INTERRUPTED
+                result.commit, result.date = machine.get("t2t_commit"), date
+                # Kept so that a --resume run counts the time already spent on the case.
+                result.minutes = earlier_minutes + (time.monotonic() - case_started) / 60
                 results.append(result)
+                # Cases of the earlier report not reached yet stay in the report.
+                results += [earlier[c.name] for c in selected[index + 1:] if c.name in earlier]
                 write_report(report_path, results, machine, selection=selection,
                              hardware=sorted(hardware), started=started, interrupted=True,
                              trainer_args=args.trainer_arg)
                 print(f"\nInterrupted during {case.name}; partial report: {report_path}",
                       file=sys.stderr)
                 return 130
+            result.commit, result.date = machine.get("t2t_commit"), date
+            if earlier_minutes:
+                result.earlier_minutes = earlier_minutes
+                result.minutes += earlier_minutes
+                result.continued = True
             if can_plot and result.curve:
                 plot = plot_curve(result, os.path.join(output_dir, case.name,
                                                        f"{case.metric}.png"))
                 result.plot = os.path.relpath(plot, output_dir) if plot else None
-            print(f"[{case.name}] {result.status} {case.metric} {_value(result.value)} "
-                  f"band {_band(case.band)} in {result.minutes:.1f} min"
+            print(f"[{case.name}] {result.status} {case.metric} {value_text(result.value)} "
+                  f"band {band_text(case.band)} in {result.minutes:.1f} min"
                   + (f": {result.reason}" if result.reason else ""), flush=True)
         results.append(result)
         write_report(report_path, results, machine, selection=selection,
@@ -800,7 +587,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"output folder (default: {DEFAULT_OUTPUT})")
     run.add_argument("--hardware", default=None, help=hardware_help)
     run.add_argument("--resume", action="store_true",
-                     help="continue the cases' earlier runs in OUTPUT instead of starting over")
+                     help="continue an earlier run into OUTPUT instead of starting over: "
+                          "cases its report.json finished with the same commands and bands "
+                          "are kept; the others continue from their folders")
     run.add_argument("--trainer-arg", action="append", default=[], metavar="FLAG",
                      help="one more t2t-trainer flag for every case, e.g. "
                           "--trainer-arg=--random_seed=2 (repeatable)")

@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
+from regression import report as report_lib
 from regression import runner
 from regression.cases import CASES, CPU_2CORE, FASHION_MNIST_MIRROR, Case, by_name, validate
-from regression.runner import FAIL, PASS, SKIP, CaseResult, Registered
+from regression.report import FAIL, PASS, SKIP, CaseResult
+from regression.runner import Registered
 
 REGISTERED = Registered(
     problems=frozenset({"algorithmic_reverse_binary40_test", "algorithmic_addition_binary40_test",
@@ -51,13 +53,16 @@ def test_case_table_is_sane():
 def test_validate_reports_bad_tables():
     errors = validate([
         _case("a", band=(0.9, 0.1)), _case("a"), _case("b", strategy="warp_drive"),
-        _case("c", band=(0.5, 1.5)),
+        _case("c", band=(0.5, 1.5)), _case("d", band=(0.0, 1.0)),
+        _case("e", decode_hparams="beam_size=4", also={"bleu": (0.0, 100.0)}),
     ])
     text = "\n".join(errors)
     assert "duplicate case name 'a'" in text
     assert "band low 0.9 > high 0.1" in text
     assert "unknown strategy 'warp_drive'" in text
     assert "c: an accuracy band must lie within [0, 1]" in text
+    assert "d: the accuracy band [0.0, 1.0] is the metric's whole range" in text
+    assert "e: the bleu band [0.0, 100.0] is the metric's whole range, so it can never fail" in text
     assert "quick subset would be empty" in text
 
 
@@ -307,11 +312,122 @@ def test_run_quick_passes_and_starts_over(tmp_path, capsys, monkeypatch):
                        execute=fake) == 0
     lines = (output / "good" / "eval_results.jsonl").read_text().splitlines()
     assert len(lines) == 2
-    # ... unless --resume.
+    # ... unless --resume: then the finished cases of the report are kept, not run again.
+    capsys.readouterr()
+    before = len(fake.commands)
     assert runner.main(args + ["--resume"], cases=_fake_cases(tmp_path), registered=REGISTERED,
                        execute=fake) == 0
-    assert len((output / "good" / "eval_results.jsonl").read_text().splitlines()) == 4
+    assert len(fake.commands) == before
+    assert len((output / "good" / "eval_results.jsonl").read_text().splitlines()) == 2
+    assert "[good] kept from the run of " in capsys.readouterr().out
+    kept = json.loads((output / "report.json").read_text())["cases"]
+    assert [(c["name"], c["status"], c["value"]) for c in kept] == [
+        ("good", PASS, 0.9), ("good_same_problem", PASS, 0.9)]
+
+
+def _is_trainer(command):
+    return command[0].endswith("t2t-trainer") or "t2t_trainer" in " ".join(command)
+
+
+def _trained(fake):
+    """The cases `fake` trained, in order (the basename of each --output_dir)."""
+    return [os.path.basename(dict(a[2:].split("=", 1) for a in c if "=" in a)["output_dir"])
+            for c in fake.commands if _is_trainer(c)]
+
+
+class InterruptingTrainer(FakeTrainer):
+    """A FakeTrainer whose trainer run number `at` (from 1) is stopped by Ctrl-C."""
+
+    def __init__(self, values, at):
+        super().__init__(values)
+        self.at, self.trainer_runs = at, 0
+
+    def __call__(self, command, log, prefix):
+        if _is_trainer(command):
+            self.trainer_runs += 1
+            if self.trainer_runs == self.at:
+                # What the interrupted trainer left: a checkpoint's worth of files.
+                flags = dict(a[2:].split("=", 1) for a in command if "=" in a)
+                open(os.path.join(flags["output_dir"], "ckpt-1.index"), "w").close()
+                raise KeyboardInterrupt
+        return super().__call__(command, log, prefix)
+
+
+def test_resume_keeps_finished_cases_and_continues_the_interrupted_one(tmp_path, capsys):
+    cases = [_case("first"), _case("second"), _case("third")]
+    curve = [(50, {"accuracy": 0.4}), (100, {"accuracy": 0.9})]
+    values = {"first": curve, "second": curve, "third": curve}
+    output = tmp_path / "out"
+    args = ["run", "--full", "--output", str(output), "--hardware=cpu-2core"]
+
+    stopped = InterruptingTrainer(values, at=2)
+    assert runner.main(args, cases=cases, registered=REGISTERED, execute=stopped) == 130
+    data = json.loads((output / "report.json").read_text())
+    assert data["interrupted"] and [(c["name"], c["status"], c["reason"])
+                                      for c in data["cases"]] == [
+        ("first", PASS, ""), ("second", FAIL, "interrupted")]
+    first = data["cases"][0]
+    assert first["commit"] == data["machine"]["t2t_commit"] and first["date"]
+    data["cases"][1]["minutes"] = 7.5  # as if it had trained for 7.5 minutes
+    (output / "report.json").write_text(json.dumps(data))
     capsys.readouterr()
+
+    resumed = FakeTrainer(values)
+    assert runner.main(args + ["--resume"], cases=cases, registered=REGISTERED,
+                       execute=resumed) == 0
+    out = capsys.readouterr().out
+    assert "[first] kept from the run of " in out and "PASS accuracy 0.9000" in out
+    assert _trained(resumed) == ["second", "third"]  # "first" is not trained again
+    data = json.loads((output / "report.json").read_text())
+    results = {c["name"]: c for c in data["cases"]}
+    assert [c["name"] for c in data["cases"]] == ["first", "second", "third"]
+    assert all(c["status"] == PASS for c in data["cases"])
+    # The interrupted case continued from its folder and counts the earlier 7.5 minutes.
+    assert results["second"]["continued"] and results["second"]["earlier_minutes"] == 7.5
+    assert results["second"]["minutes"] >= 7.5
+    assert not results["third"]["continued"] and results["third"]["earlier_minutes"] == 0.0
+    assert results["first"] == first  # kept as it was, with its own commit and date
+    rows = report_lib.markdown_table(data).splitlines()
+    assert [r for r in rows if r.startswith("| second |")][0].count("(resumed)") == 1
+    assert "(resumed)" not in [r for r in rows if r.startswith("| third |")][0]
+
+
+def test_resume_runs_a_case_again_when_its_commands_or_bands_changed(tmp_path, capsys):
+    curve = [(50, {"accuracy": 0.4}), (100, {"accuracy": 0.9})]
+    output = tmp_path / "out"
+    args = ["run", "--full", "--output", str(output), "--hardware=cpu-2core"]
+    assert runner.main(args, cases=[_case("a"), _case("b"), _case("c")], registered=REGISTERED,
+                       execute=FakeTrainer({"a": curve, "b": curve, "c": curve})) == 0
+    changed = [_case("a"), _case("b", hparams="dropout=0.0"), _case("c", band=(0.95, 1.0))]
+    again = FakeTrainer({"a": curve, "b": curve, "c": curve})
+    assert runner.main(args + ["--resume"], cases=changed, registered=REGISTERED,
+                       execute=again) == 1  # c's new band fails the 0.9 it measured
+    assert _trained(again) == ["b", "c"]
+    # A report written before results carried their own commit: the machine's is used.
+    data = json.loads((output / "report.json").read_text())
+    for case in data["cases"]:
+        case.pop("commit"), case.pop("date")
+    data["machine"]["t2t_commit"] = "abc1234"
+    (output / "report.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    once_more = FakeTrainer({})
+    assert runner.main(args + ["--resume"], cases=changed, registered=REGISTERED,
+                       execute=once_more) == 1
+    assert _trained(once_more) == []
+    assert "(t2t abc1234)" in capsys.readouterr().out
+
+
+def test_resume_refuses_a_report_it_cannot_read(tmp_path, capsys):
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "report.json").write_text('{"cases": [{"name": "a"}]}')
+    status = runner.main(["run", "--full", "--output", str(output), "--resume"],
+                         cases=[_case("a")], registered=REGISTERED, execute=FakeTrainer({}))
+    assert status == 2
+    err = capsys.readouterr().err
+    assert f"cannot read the earlier report {output / 'report.json'}" in err
+    assert "move it away to start over" in err
+    assert (output / "report.json").read_text() == '{"cases": [{"name": "a"}]}'
 
 
 def test_run_trainer_failure_and_case_selection(tmp_path, capsys):
@@ -387,15 +503,15 @@ def test_readme_block_replacement(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "plots_available", lambda: False)
     report_path = _report(tmp_path)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nBefore.\n\n{runner.BEGIN_MARKER}\nold table\n"
-                      f"{runner.END_MARKER}\n\nAfter.\n")
+    readme.write_text(f"# Title\n\nBefore.\n\n{report_lib.BEGIN_MARKER}\nold table\n"
+                      f"{report_lib.END_MARKER}\n\nAfter.\n")
     capsys.readouterr()
     assert runner.main(["readme", "--report", report_path, "--write", str(readme)]) == 0
     assert "Updated the results block" in capsys.readouterr().out
     text = readme.read_text()
     assert "old table" not in text and "| good |" in text
-    assert text.startswith("# Title\n\nBefore.\n\n" + runner.BEGIN_MARKER + "\nRun ")
-    assert text.endswith(runner.END_MARKER + "\n\nAfter.\n")
+    assert text.startswith("# Title\n\nBefore.\n\n" + report_lib.BEGIN_MARKER + "\nRun ")
+    assert text.endswith(report_lib.END_MARKER + "\n\nAfter.\n")
     # Idempotent.
     runner.main(["readme", "--report", report_path, "--write", str(readme)])
     assert readme.read_text() == text
@@ -404,29 +520,24 @@ def test_readme_block_replacement(tmp_path, capsys, monkeypatch):
     bare.write_text("# No markers\n")
     assert runner.main(["readme", "--report", report_path, "--write", str(bare)]) == 2
     err = capsys.readouterr().err
-    assert "has no results block" in err and runner.BEGIN_MARKER in err
+    assert "has no results block" in err and report_lib.BEGIN_MARKER in err
     assert bare.read_text() == "# No markers\n"
 
     assert runner.main(["readme", "--report", str(tmp_path / "nope.json")]) == 2
     assert "no report at" in capsys.readouterr().err
 
 
-def test_replace_block_errors():
-    with pytest.raises(runner.RegressionError, match="no results block"):
-        runner.replace_block(f"{runner.END_MARKER}\n{runner.BEGIN_MARKER}\n", "x")
-    with pytest.raises(runner.RegressionError, match="more than one"):
-        runner.replace_block(f"{runner.BEGIN_MARKER}\n{runner.END_MARKER}\n" * 2, "x")
 
 
 def test_empty_block_and_the_projects_readme(tmp_path):
-    empty = f"# R\n\n{runner.BEGIN_MARKER}\n{runner.END_MARKER}\n\n## Next\n"
-    assert runner.replace_block(empty, "| a |\n") == (
-        f"# R\n\n{runner.BEGIN_MARKER}\n| a |\n{runner.END_MARKER}\n\n## Next\n")
+    empty = f"# R\n\n{report_lib.BEGIN_MARKER}\n{report_lib.END_MARKER}\n\n## Next\n"
+    assert report_lib.replace_block(empty, "| a |\n") == (
+        f"# R\n\n{report_lib.BEGIN_MARKER}\n| a |\n{report_lib.END_MARKER}\n\n## Next\n")
     # The top-level README keeps exactly one results block for `readme --write README.md`.
     root = os.path.dirname(os.path.dirname(os.path.abspath(runner.__file__)))
     with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
         text = f.read()
-    assert "| a |" in runner.replace_block(text, "| a |")
+    assert "| a |" in report_lib.replace_block(text, "| a |")
 
 
 @pytest.mark.slow
@@ -446,23 +557,13 @@ def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
     assert any("t2t-trainer" in part or "t2t_trainer" in part for part in trainer[separator + 1:])
 
 
-def test_reports_of_several_runs_merge_into_one_table():
-    first = {"machine": {"t2t_commit": "aaa", "cpu": "X", "date": "2026-11-22T05:00:00"},
-             "cases": [{"name": "a", "value": 0.5}, {"name": "b", "value": 0.1}]}
-    second = {"machine": {"t2t_commit": "bbb", "date": "2026-11-25T07:00:00"},
-              "cases": [{"name": "b", "value": 0.9}]}
-    merged = runner.merge_reports([first, second])
-    assert merged["machine"]["cpu"] == "X" and merged["runs"] == 2
-    third = {"machine": {"cpu": "Y", "date": "2026-11-26T07:00:00"}, "cases": []}
-    assert runner.merge_reports([first, second, third])["machine"]["cpu"] == "X or Y"
-    assert merged["cases"] == [
-        {"commit": "aaa", "date": "2026-11-22T05:00:00", "name": "a", "value": 0.5},
-        {"commit": "bbb", "date": "2026-11-25T07:00:00", "name": "b", "value": 0.9}]
 
 
 def test_a_folder_of_reports_makes_one_table_with_each_runs_date(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "plots_available", lambda: False)
     report = json.loads(open(_report(tmp_path)).read())
+    for case in report["cases"]:  # as reports written before cases carried their own
+        del case["commit"], case["date"]
     results = tmp_path / "results"
     results.mkdir()
     older = {**report, "machine": {**report["machine"], "date": "2026-11-20T01:00:00",

@@ -1,0 +1,352 @@
+"""The regression suite's results: one case's result, the JSON report of a run, the
+README table made from reports, and the plot of a case's eval curve.
+
+A report (OUTPUT/report.json) is {"machine": machine_info(), ..., "cases": [CaseResult]};
+each case result carries the t2t commit and the date of its own run, so that a run
+resumed later (`run --resume`) or several runs merged (`readme --report DIR`) still say
+where every number came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from regression.cases import Case
+
+REPORT_FILE = "report.json"
+BEGIN_MARKER = "<!-- results:begin -->"
+END_MARKER = "<!-- results:end -->"
+PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
+INTERRUPTED = "interrupted"
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class RegressionError(Exception):
+    """A usage or setup problem: printed as one line, exit status 2."""
+
+
+@dataclasses.dataclass
+class CaseResult:
+    name: str
+    problem: str
+    model: str
+    hparams_set: str
+    hparams: str
+    train_steps: int
+    strategy: str
+    hardware: str
+    metric: str
+    band: tuple[float, float]
+    measured_on: str
+    expected_minutes: float
+    # Every checked metric -> band (the main one first), and their final values.
+    bands: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
+    status: str = SKIP
+    reason: str = ""
+    value: float | None = None
+    final_step: int | None = None
+    minutes: float = 0.0
+    datagen_minutes: float = 0.0
+    curve: list[tuple[int, float]] = dataclasses.field(default_factory=list)
+    eval_results: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    commands: list[str] = dataclasses.field(default_factory=list)
+    log: str | None = None
+    plot: str | None = None
+    # The t2t commit and UTC start time of the run that measured this case.
+    commit: str | None = None
+    date: str | None = None
+    # --resume: the case continued a run found in its folder (`minutes` then counts this
+    # run plus `earlier_minutes`, the time an interrupted run recorded before it).
+    continued: bool = False
+    earlier_minutes: float = 0.0
+
+    @classmethod
+    def for_case(cls, case: Case) -> CaseResult:
+        return cls(
+            name=case.name, problem=case.problem, model=case.model,
+            hparams_set=case.hparams_set, hparams=case.hparams, train_steps=case.train_steps,
+            strategy=case.strategy, hardware=case.hardware, metric=case.metric,
+            band=tuple(case.band), measured_on=case.measured_on,
+            expected_minutes=case.expected_minutes, bands=case.bands(),
+        )
+
+
+    @classmethod
+    def from_report(cls, data: dict[str, Any]) -> CaseResult:
+        """A case result as a report stored it (fields this version lacks are dropped)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs["band"] = tuple(kwargs["band"])
+        kwargs["bands"] = {k: tuple(v) for k, v in kwargs.get("bands", {}).items()}
+        kwargs["curve"] = [tuple(point) for point in kwargs.get("curve", [])]
+        return cls(**kwargs)
+
+
+def earlier_results(path: str) -> tuple[dict[str, Any], dict[str, CaseResult]]:
+    """The report at `path` ({} and {} when there is none) and its case results by name,
+    each with the commit and date of its run (from the report's machine when the case
+    does not say)."""
+    if not os.path.exists(path):
+        return {}, {}
+    try:
+        report = read_report(path)
+        machine = report.get("machine", {})
+        results = {}
+        for data in report.get("cases", []):
+            result = CaseResult.from_report(data)
+            result.commit = result.commit or machine.get("t2t_commit")
+            result.date = result.date or machine.get("date")
+            results[result.name] = result
+    except (ValueError, KeyError, TypeError) as e:
+        raise RegressionError(f"cannot read the earlier report {path} to resume from ({e}): "
+                              f"move it away to start over") from e
+    return report, results
+
+
+# ----------------------------------------------------------------------- plotting
+def plots_available() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def plot_curve(result: CaseResult, path: str) -> str | None:
+    """A PNG of the metric over steps with the band shaded; None without a curve."""
+    if not result.curve:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    steps, values = zip(*result.curve, strict=True)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    low, high = result.band
+    ax.axhspan(low, high, color="tab:green", alpha=0.15, label=f"band [{low:g}, {high:g}]")
+    ax.plot(steps, values, marker="o", label=result.metric)
+    ax.set_xlabel("step")
+    ax.set_ylabel(result.metric)
+    ax.set_title(f"{result.name}: {result.status}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ------------------------------------------------------------------------ reports
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _output_of(command: list[str]) -> str | None:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=_REPO_ROOT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU, cores, memory, GPUs and versions of the machine running the cases."""
+    memory_gib = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    memory_gib = round(int(line.split()[1]) / 2**20, 1)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    gpus = _output_of(["nvidia-smi", "-L"]) if shutil.which("nvidia-smi") else None
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_gib": memory_gib,
+        "gpus": gpus.splitlines() if gpus else [],
+        "tensorflow": _version("tensorflow"),
+        "keras": _version("keras"),
+        "t2t": _version("t2t"),
+        "t2t_commit": _output_of(["git", "rev-parse", "--short", "HEAD"]),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_report(path: str, results: Sequence[CaseResult], machine: dict[str, Any],
+                 **extra: Any) -> None:
+    report = {"machine": machine, **extra, "cases": [dataclasses.asdict(r) for r in results]}
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_report(path: str) -> dict[str, Any]:
+    if not os.path.exists(path):
+        raise RegressionError(f"no report at {path}: run `python -m regression run` first "
+                              f"(or pass --report PATH)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def format_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Plain-text columns, left-aligned."""
+    rows = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _number(x: float) -> str:
+    return f"{x:.2f}" if round(x, 2) == x else f"{x:g}"
+
+
+def band_text(band: Sequence[float]) -> str:
+    return f"[{_number(band[0])}, {_number(band[1])}]"
+
+
+def value_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+
+def results_table(results: Sequence[CaseResult]) -> str:
+    rows = [[r.name, r.metric, value_text(r.value), band_text(r.band), r.status, f"{r.minutes:.1f}"]
+            for r in results]
+    table = format_table(["case", "metric", "value", "band", "result", "minutes"], rows)
+    notes = [f"  {r.name}: {r.status} - {r.reason}" for r in results if r.reason]
+    return table + ("\n" + "\n".join(notes) if notes else "")
+
+
+def _md(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One report of several runs' cases (a later run of a case replaces an earlier);
+    each case keeps the commit and date of its run; the machine is the first report's,
+    with the CPU of every run (runs of the same suite may land on different CPUs)."""
+    cases: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        machine = report.get("machine", {})
+        for case in report.get("cases", []):
+            cases[case["name"]] = {**case, "commit": case.get("commit") or machine.get("t2t_commit"),
+                                   "date": case.get("date") or machine.get("date")}
+    notes = [f"{str(r['machine'].get('date', '?'))[:10]}: {r['machine']['note']}"
+             for r in reports if r.get("machine", {}).get("note")]
+    machine = dict(reports[0].get("machine", {})) if reports else {}
+    cpus = list(dict.fromkeys(r["machine"]["cpu"] for r in reports
+                              if r.get("machine", {}).get("cpu")))
+    if len(cpus) > 1:
+        machine["cpu"] = " or ".join(str(c) for c in cpus)
+    return {"machine": machine, "cases": list(cases.values()), "runs": len(reports),
+            "notes": notes}
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """The README's results block, from a report.json (or `merge_reports` of several)."""
+    m = report.get("machine", {})
+    gpus = f", GPUs: {'; '.join(m['gpus'])}" if m.get("gpus") else ""
+    where = (f"on {m.get('cpu', '?')} ({m.get('cores', '?')} cores{gpus}), TensorFlow "
+             f"{m.get('tensorflow', '?')}, Python {m.get('python', '?')}")
+    days = sorted({str(c.get("date") or m.get("date") or "?")[:10] for c in report.get("cases", [])})
+    commits = {c.get("commit") or m.get("t2t_commit") for c in report.get("cases", [])
+               if c["status"] != SKIP}
+    if report.get("runs", 1) > 1:
+        head = (f"{report['runs']} runs from {days[0]} to {days[-1]} {where}; each row says "
+                "the date and t2t commit of its run.")
+    elif len(commits) > 1 or len(days) > 1:
+        head = (f"One run, resumed (`run --resume`), from {days[0]} to {days[-1]} {where}; "
+                "each row says the date and t2t commit of the part that ran its case.")
+    else:
+        head = f"Run {m.get('date', '?')} {where}, t2t {m.get('t2t_commit') or m.get('t2t') or '?'}."
+    lines = [
+        head,
+        "",
+        "| case | problem | model / hparams_set | steps | metric | value | band | result "
+        "| minutes | date | t2t commit |",
+        "|---|---|---|---:|---|---:|---|---|---:|---|---|",
+    ]
+    for c in report.get("cases", []):
+        result = c["status"] + (f": {c['reason']}" if c.get("reason") else "")
+        minutes = f"{c['minutes']:.1f}" if c["status"] != SKIP else "-"
+        if c.get("continued"):
+            minutes += " (resumed)"
+        lines.append("| " + " | ".join(_md(x) for x in [
+            c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
+            c["metric"], value_text(c.get("value")), band_text(c["band"]), result, minutes,
+            str(c.get("date") or m.get("date") or "?")[:10],
+            c.get("commit") or m.get("t2t_commit") or "?",
+        ]) + " |")
+    notes = report["notes"] if "notes" in report else [m["note"]] if m.get("note") else []
+    if notes:
+        lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
+    return "\n".join(lines)
+
+
+def report_paths(paths: Sequence[str]) -> list[str]:
+    """`paths` with each folder replaced by its *.json reports, oldest run first."""
+    found: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            inside = [os.path.join(path, n) for n in os.listdir(path) if n.endswith(".json")]
+            if not inside:
+                raise RegressionError(f"no *.json report in the folder {path}")
+            found.extend(sorted(inside, key=lambda p: (str(read_report(p).get("machine", {})
+                                                           .get("date", "")), p)))
+        else:
+            found.append(path)
+    return found
+
+
+def replace_block(text: str, block: str) -> str:
+    """`text` with the lines between the results marker lines replaced by `block`.
+
+    The markers count only as lines of their own (a mention inside prose is ignored).
+    """
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.strip() == BEGIN_MARKER]
+    ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
+    if not begins or not ends or ends[0] < begins[0]:
+        raise RegressionError(
+            f"the README has no results block: add a line {BEGIN_MARKER} and, below it, a "
+            f"line {END_MARKER} where the table goes")
+    if len(begins) > 1 or len(ends) > 1:
+        raise RegressionError("the README has more than one results block")
+    begin, end = begins[0], ends[0]
+    head = "".join(lines[: begin + 1])
+    if not head.endswith("\n"):
+        head += "\n"
+    return head + block.strip() + "\n" + "".join(lines[end:])
+

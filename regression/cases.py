@@ -193,16 +193,18 @@ CASES: tuple[Case, ...] = (
         name="lstm_attention_reverse", problem="algorithmic_reverse_binary40_test",
         model="lstm_seq2seq_attention", hparams_set="lstm_luong_attention",
         train_steps=3000, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=8,
-        measured_on="2-core CPU, TF 2.21 (2026-11-24): 1.0 at step 3000 (7.7 minutes)",
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=4,
+        measured_on="2-core AMD EPYC CPU, TF 2.21: 1.0 at step 3000 in 3.1 min (--full run "
+                    "of 2026-11-25; 7.7 min on 2026-11-24)",
         notes="The classic baseline: a 2-layer LSTM encoder-decoder with Luong attention.",
     ),
     Case(
         name="resnet_fashion_mnist", problem="image_fashion_mnist", model="resnet",
         hparams_set="resnet_tiny_cpu", train_steps=2000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy", band=(0.80, 0.90), expected_minutes=6,
-        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-22): 0.836 at step 2000",
+        metric="accuracy", band=(0.80, 0.90), expected_minutes=2,
+        measured_on="2-core AMD EPYC CPU, TF 2.21: 0.8588 at step 2000 in 1.6 min (--full "
+                    "run of 2026-11-25); 0.836 on 2026-11-22",
         data_mirror=FASHION_MNIST_MIRROR,
         notes="About two epochs at batch 64; needs the dataset-fashion-mnist package.",
     ),
@@ -211,8 +213,9 @@ CASES: tuple[Case, ...] = (
         hparams_set="shake_shake_quick",
         hparams="num_hidden_layers=8,hidden_size=16,batch_size=64", train_steps=1000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
-        metric="accuracy", band=(0.80, 0.92), expected_minutes=6,
-        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-22): 0.857 at step 1000",
+        metric="accuracy", band=(0.80, 0.92), expected_minutes=3,
+        measured_on="2-core AMD EPYC CPU, TF 2.21: 0.8507 at step 1000 in 2.0 min (--full "
+                    "run of 2026-11-25); 0.857 on 2026-11-22",
         data_mirror=FASHION_MNIST_MIRROR,
         notes="shake_shake_quick shrunk for a CPU; its cosine schedule cycles every 1000 "
               "steps (low learning rate at 1000, 3000, ...), so the run stops at a trough. "

@@ -253,24 +253,32 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def merge_reports(reports: Sequence[dict[str, Any]], order: Sequence[str] = ()) -> dict[str, Any]:
     """One report of several runs' cases (a later run of a case replaces an earlier);
-    each case keeps the commit and date of its run; the machine is the first report's,
-    with the CPU of every run (runs of the same suite may land on different CPUs)."""
+    each case keeps the commit and date of its run. Rows follow `order` (case names, e.g.
+    the suite's), then the rest as first seen. Only the runs that still supply a row
+    count: their number, their notes, and their CPUs (runs of the same suite may land on
+    different CPUs); the machine is the first such run's."""
     cases: dict[str, dict[str, Any]] = {}
-    for report in reports:
+    source: dict[str, int] = {}  # case name -> index of the report its row comes from
+    for index, report in enumerate(reports):
         machine = report.get("machine", {})
         for case in report.get("cases", []):
             cases[case["name"]] = {**case, "commit": case.get("commit") or machine.get("t2t_commit"),
                                    "date": case.get("date") or machine.get("date")}
+            source[case["name"]] = index
+    # A run whose every case a later run replaced says nothing about this table.
+    used = [r for i, r in enumerate(reports) if i in source.values()] or list(reports[:1])
     notes = [f"{str(r['machine'].get('date', '?'))[:10]}: {r['machine']['note']}"
-             for r in reports if r.get("machine", {}).get("note")]
-    machine = dict(reports[0].get("machine", {})) if reports else {}
-    cpus = list(dict.fromkeys(r["machine"]["cpu"] for r in reports
+             for r in used if r.get("machine", {}).get("note")]
+    machine = dict(used[0].get("machine", {})) if used else {}
+    cpus = list(dict.fromkeys(r["machine"]["cpu"] for r in used
                               if r.get("machine", {}).get("cpu")))
     if len(cpus) > 1:
         machine["cpu"] = " or ".join(str(c) for c in cpus)
-    return {"machine": machine, "cases": list(cases.values()), "runs": len(reports),
+    rank = {name: i for i, name in enumerate(order)}
+    rows = sorted(cases.values(), key=lambda c: rank.get(c["name"], len(rank)))  # stable
+    return {"machine": machine, "cases": rows, "runs": len(used),
             "notes": notes}
 
 
@@ -287,8 +295,10 @@ def markdown_table(report: dict[str, Any]) -> str:
         head = (f"{report['runs']} runs from {days[0]} to {days[-1]} {where}; each row says "
                 "the date and t2t commit of its run.")
     elif len(commits) > 1 or len(days) > 1:
-        head = (f"One run, resumed (`run --resume`), from {days[0]} to {days[-1]} {where}; "
-                "each row says the date and t2t commit of the part that ran its case.")
+        run = (f"One run of {days[0]}, resumed (`run --resume`)," if len(days) == 1 else
+               f"One run, resumed (`run --resume`), from {days[0]} to {days[-1]}")
+        head = (f"{run} {where}; each row says the date and t2t commit of the part that "
+                "ran its case.")
     else:
         head = f"Run {m.get('date', '?')} {where}, t2t {m.get('t2t_commit') or m.get('t2t') or '?'}."
     lines = [
@@ -309,10 +319,20 @@ def markdown_table(report: dict[str, Any]) -> str:
             str(c.get("date") or m.get("date") or "?")[:10],
             c.get("commit") or m.get("t2t_commit") or "?",
         ]) + " |")
+    lines += ["", summary_line(report.get("cases", []))]
     notes = report["notes"] if "notes" in report else [m["note"]] if m.get("note") else []
     if notes:
         lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
     return "\n".join(lines)
+
+
+def summary_line(cases: Sequence[dict[str, Any]]) -> str:
+    """'11 PASS, 0 FAIL, 3 SKIP; the 11 cases that ran took 146.7 min (2.4 h) in all.'"""
+    counts = {status: sum(c["status"] == status for c in cases) for status in (PASS, FAIL, SKIP)}
+    ran = [c for c in cases if c["status"] != SKIP]
+    minutes = sum(float(c.get("minutes") or 0.0) for c in ran)
+    return (f"{counts[PASS]} PASS, {counts[FAIL]} FAIL, {counts[SKIP]} SKIP; the {len(ran)} "
+            f"cases that ran took {minutes:.1f} min ({minutes / 60:.1f} h) in all.")
 
 
 def report_paths(paths: Sequence[str]) -> list[str]:

@@ -546,9 +546,10 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
     return 1 if any(r.status == FAIL for r in results) else 0
 
 
-def cmd_readme(args: argparse.Namespace) -> int:
+def cmd_readme(args: argparse.Namespace, cases: Sequence[Case]) -> int:
     paths = report_paths(args.report or [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)])
-    block = markdown_table(merge_reports([read_report(path) for path in paths]))
+    block = markdown_table(merge_reports([read_report(path) for path in paths],
+                                         order=[case.name for case in cases]))
     if not args.write:
         print(block)
         return 0
@@ -622,7 +623,7 @@ def main(argv: Sequence[str] | None = None, *, cases: Sequence[Case] = CASES,
                 return cmd_run(args, cases, registered, execute)
             finally:
                 signal.signal(signal.SIGTERM, previous)
-        return cmd_readme(args)
+        return cmd_readme(args, cases)
     except RegressionError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2

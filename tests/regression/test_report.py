@@ -23,11 +23,25 @@ def test_reports_of_several_runs_merge_into_one_table():
               "cases": [{"name": "b", "value": 0.9}]}
     merged = report.merge_reports([first, second])
     assert merged["machine"]["cpu"] == "X" and merged["runs"] == 2
-    third = {"machine": {"cpu": "Y", "date": "2026-11-26T07:00:00"}, "cases": []}
+    third = {"machine": {"cpu": "Y", "date": "2026-11-26T07:00:00"}, "cases": [{"name": "c"}]}
     assert report.merge_reports([first, second, third])["machine"]["cpu"] == "X or Y"
     assert merged["cases"] == [
         {"commit": "aaa", "date": "2026-11-22T05:00:00", "name": "a", "value": 0.5},
         {"commit": "bbb", "date": "2026-11-25T07:00:00", "name": "b", "value": 0.9}]
+
+
+def test_a_run_that_later_runs_replaced_entirely_is_not_counted():
+    old = {"machine": {"cpu": "X", "date": "2026-11-22T05:00:00", "note": "rebuilt"},
+           "cases": [{"name": "a", "value": 0.5}]}
+    full = {"machine": {"cpu": "Y", "date": "2026-11-25T07:00:00"},
+            "cases": [{"name": "a", "value": 0.9}, {"name": "b", "value": 0.8}]}
+    merged = report.merge_reports([old, full])
+    assert (merged["runs"], merged["notes"], merged["machine"]["cpu"]) == (1, [], "Y")
+    assert [c["value"] for c in merged["cases"]] == [0.9, 0.8]
+    ordered = report.merge_reports([old, full], order=["b", "a"])["cases"]
+    assert [c["name"] for c in ordered] == ["b", "a"]
+    # Runs with no case at all still name the machine of an (empty) table.
+    assert report.merge_reports([{"machine": {"cpu": "Z"}, "cases": []}])["machine"]["cpu"] == "Z"
 
 
 def test_a_cases_own_commit_and_date_win_over_its_reports():
@@ -78,3 +92,16 @@ def test_the_table_of_a_resumed_run_says_so():
     assert table.startswith("One run, resumed (`run --resume`), from 2026-11-25 to 2026-11-26")
     assert "| PASS | 12.0 (resumed) | 2026-11-26 | bbb |" in table
     assert "| PASS | 3.0 | 2026-11-25 | aaa |" in table
+    assert table.endswith("2 PASS, 0 FAIL, 0 SKIP; the 2 cases that ran took 15.0 min "
+                          "(0.2 h) in all.")
+    same_day = dict(resumed, cases=[one["cases"][0], {**resumed["cases"][1],
+                                                      "date": "2026-11-25T19:00:00"}])
+    assert report.markdown_table(same_day).startswith(
+        "One run of 2026-11-25, resumed (`run --resume`), on X (2 cores")
+
+
+def test_the_summary_counts_skips_but_not_their_minutes():
+    cases = [{"status": report.PASS, "minutes": 2.0}, {"status": report.FAIL, "minutes": 1.5},
+             {"status": report.SKIP, "minutes": 99.0}, {"status": report.PASS, "minutes": None}]
+    assert report.summary_line(cases) == (
+        "2 PASS, 1 FAIL, 1 SKIP; the 3 cases that ran took 3.5 min (0.1 h) in all.")

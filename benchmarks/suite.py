@@ -3,7 +3,7 @@
     python -m benchmarks [--quick] [--only A,B] [--skip A,B] [--history PATH]
                          [--no-history] [--args "NAME=ARGS"]...
 
-Runs training, input_pipeline, decoding, datagen and distributed in turn in this
+Runs training, resnet, input_pipeline, decoding, datagen and distributed in turn in this
 process (each module's main(argv), with --quick passed through; `--args
 "training=--models transformer_tiny --steps 4"` adds arguments for one benchmark), each
 printing its own table. A benchmark that fails is reported as FAILED in the summary and
@@ -43,10 +43,11 @@ from typing import Any
 
 from benchmarks import history
 
-BENCHMARKS = ("training", "input_pipeline", "decoding", "datagen", "distributed")
+BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "distributed")
 Runner = Callable[[list[str]], Any]
 TRAINER_PATH = "t2t Trainer"  # training.TRAINER (not imported here: it imports TensorFlow)
 BARE_PATH, TORCH_PATH = "bare tf.function", "torch nn.Transformer"
+TORCH_RESNET_PATH = "torch ResNet"  # resnet.TORCH
 CONSUMER_MODEL = "transformer_tiny"
 PIPELINE_STAGES = {  # input_pipeline stage name prefix -> label
     "bucketing: input_dataset": "training path (bucketing)",
@@ -121,39 +122,55 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def training_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]]:
-    """Per model and precision (training's "rows"): Trainer tokens/s over the bare
-    tf.function's and over torch's ("tokens_per_s"), the Trainer's and torch's "mfu",
-    and the Trainer's tokens/s."""
+def _race_figures(benchmark: str, result: dict[str, Any], measure: str, unit: str,
+                  torch_path: str) -> list[Figure]:
+    """Per model and precision of `result["rows"]`: the Trainer's `measure` over the bare
+    tf.function's and over torch's, the Trainer's and torch's "mfu", and the Trainer's
+    `measure` itself (in `unit`)."""
     figures: list[Figure] = []
     groups: dict[tuple[str, str], dict[str, dict]] = {}
     for row in result["rows"]:
         groups.setdefault((row["model"], row["precision"]), {})[row["path"]] = row
     for (model, precision), paths in groups.items():
-        t2t, bare, torch = (paths.get(p) for p in (TRAINER_PATH, BARE_PATH, TORCH_PATH))
+        t2t, bare, torch = (paths.get(p) for p in (TRAINER_PATH, BARE_PATH, torch_path))
 
-        def add(label: str, value: float | None, unit: str = "x", better: str = "higher",
+        def add(label: str, value: float | None, unit: str = "x",
                 model: str = model, precision: str = precision) -> None:
             if value is not None:
-                figures.append(Figure("training", f"{model} {precision}: {label}", value, unit,
-                                      better))
+                figures.append(Figure(benchmark, f"{model} {precision}: {label}", value, unit))
 
         if t2t:
-            add("trainer/bare-loop tokens/s", _ratio(t2t["tokens_per_s"],
-                                                     bare and bare["tokens_per_s"]))
-            add("trainer/torch tokens/s", _ratio(t2t["tokens_per_s"],
-                                                 torch and torch["tokens_per_s"]))
+            add(f"trainer/bare-loop {unit}", _ratio(t2t[measure], bare and bare[measure]))
+            add(f"trainer/torch {unit}", _ratio(t2t[measure], torch and torch[measure]))
             add("trainer MFU", t2t.get("mfu"), "%")
         if torch:
             add("torch MFU", torch.get("mfu"), "%")
         if t2t:
-            add("trainer tokens/s", t2t["tokens_per_s"], "tokens/s")
-    notes = ["ratio < 1: the t2t Trainer is slower; MFU: model FLOP/s / TensorFlow's dense "
+            add(f"trainer {unit}", t2t[measure], unit)
+    return figures
+
+
+def _race_notes(result: dict[str, Any], what: str, torch_path: str) -> list[str]:
+    notes = [f"ratio < 1: the t2t Trainer is slower; MFU: {what} FLOP/s / TensorFlow's dense "
              "matmul FLOP/s measured in the run."]
-    if not any(row["path"] == TORCH_PATH for row in result["rows"]):
+    if not any(row["path"] == torch_path for row in result["rows"]):
         notes.append("no torch rows (torch not installed or --no-torch): no trainer/torch "
                      "ratios.")
-    return figures, notes
+    return notes
+
+
+def training_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]]:
+    """Per model and precision (training's "rows"): Trainer tokens/s over the bare
+    tf.function's and over torch's ("tokens_per_s"), the Trainer's and torch's "mfu",
+    and the Trainer's tokens/s."""
+    return (_race_figures("training", result, "tokens_per_s", "tokens/s", TORCH_PATH),
+            _race_notes(result, "model", TORCH_PATH))
+
+
+def resnet_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]]:
+    """As training_figures, for resnet's rows: images/s ("examples_per_s") and MFU."""
+    return (_race_figures("resnet", result, "examples_per_s", "images/s", TORCH_RESNET_PATH),
+            _race_notes(result, "conv and dense", TORCH_RESNET_PATH))
 
 
 def training_consumption(result: dict[str, Any]) -> tuple[float, str] | None:
@@ -284,7 +301,8 @@ def section(name: str, result: dict[str, Any], results: dict[str, Any] | None = 
     the training result (`results["training"]`, else the history `entries`)."""
     if name == "input_pipeline":
         return pipeline_figures(result, _consumption(results or {}, entries or []))
-    readers = {"training": training_figures, "decoding": decoding_figures,
+    readers = {"training": training_figures, "resnet": resnet_figures,
+               "decoding": decoding_figures,
                "datagen": datagen_figures, "distributed": distributed_figures}
     return readers[name](result)
 

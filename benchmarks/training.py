@@ -296,20 +296,19 @@ def patch_matmul_top() -> None:
 
 
 # -------------------------------------------------------------------------- paths
-def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_set: str,
-                 batch: int, length: int, precision: str = "float32",
-                 hparams_overrides: str = "") -> Step:
-    """A step of t2t's Trainer: `_run_steps` on its own input pipeline's batches, with
-    the per-step host work of `Trainer.train` (no logging, no checkpoints)."""
+def trainer_path(problem: Any, model: str, hparams: HParams, data_dir: str, output_dir: str,
+                 precision: str = "float32") -> Step:
+    """A step of t2t's Trainer for any problem and model: `_run_steps` on its own input
+    pipeline's batches, with the per-step host work of `Trainer.train` (no logging, no
+    checkpoints). Returns the Trainer's own (examples, tokens) counts of the step."""
     from t2t.trainer.trainer import Trainer, TrainerConfig
 
-    hp = model_hparams(hparams_set, batch, length, hparams_overrides)
     config = TrainerConfig(
         train_steps=10**6, save_checkpoints_steps=10**9, log_every_steps=10**9,
         decode_summaries=0, mixed_precision=None if precision == "float32" else precision,
     )
     with _policy("float32"):  # the Trainer sets the mixed policy itself; restored after
-        trainer = Trainer(problem, "transformer", hp, data_dir, output_dir, config)
+        trainer = Trainer(problem, model, hparams, data_dir, output_dir, config)
 
     def step() -> tuple[float, float]:
         # Trainer.train's per-step work: the step with the stop flag, then to host.
@@ -318,6 +317,14 @@ def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_
         return examples, tokens
 
     return step
+
+
+def trainer_step(problem: BenchReverse, data_dir: str, output_dir: str, hparams_set: str,
+                 batch: int, length: int, precision: str = "float32",
+                 hparams_overrides: str = "") -> Step:
+    """`trainer_path` of the transformer on the benchmark's fixed-length batches."""
+    hp = model_hparams(hparams_set, batch, length, hparams_overrides)
+    return trainer_path(problem, "transformer", hp, data_dir, output_dir, precision)
 
 
 def bare_step(problem_hparams: Any, hparams_set: str, batch: int, length: int,
@@ -547,6 +554,42 @@ def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
         return json.load(f)
 
 
+def compare_rows(rows: list[dict[str, Any]], measure: str, models: list[str],
+                 precisions: list[str], paths: tuple[str, ...]) -> None:
+    """Sets each row's "ratio" (the t2t Trainer's `measure` over the row's, same model and
+    precision; None without a Trainer row) and sorts `rows` by model, precision, path."""
+    for r in rows:
+        t2t = [x for x in rows if (x["model"], x["precision"], x["path"])
+               == (r["model"], r["precision"], TRAINER)]
+        r["ratio"] = t2t[0][measure] / r[measure] if t2t else None
+    order = {key: i for i, key in enumerate(
+        (m, p, q) for m in models for p in precisions for q in paths)}
+    rows.sort(key=lambda r: order[(r["model"], r["precision"], r["path"])])
+
+
+def add_race_arguments(parser: argparse.ArgumentParser) -> None:
+    """--no-torch, --no-bf16 and the hidden arguments of a per-precision worker process
+    (this module's and benchmarks/resnet.py's)."""
+    parser.add_argument("--no-torch", dest="torch", action="store_false",
+                        help="skip the PyTorch rows")
+    parser.add_argument("--no-bf16", action="store_true", help="skip the bfloat16 rows")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="float32", help=argparse.SUPPRESS)
+    parser.add_argument("--tmp", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--steps-json", help=argparse.SUPPRESS)
+
+
+def run_worker_process(args: argparse.Namespace,
+                       worker: Callable[[argparse.Namespace], dict[str, Any]]) -> dict[str, Any]:
+    """In a worker process: runs `worker(args)` and writes its result to --out as JSON."""
+    args.steps_for = json.loads(args.steps_json)
+    out = worker(args)
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+    return out
+
+
 # --------------------------------------------------------------------------- main
 def _table(rows: list[dict[str, Any]]) -> str:
     header = (f"{'model':<17}  {'path':<20}  {'precision':<9}  {'tokens/s':>9}  "
@@ -580,24 +623,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--length", type=int, default=64, help="source = target tokens")
     parser.add_argument("--vocab", type=int, default=12, help="vocabulary size")
     parser.add_argument("--matmul-size", type=int, default=2048)
-    parser.add_argument("--no-torch", dest="torch", action="store_false",
-                        help="skip the PyTorch rows")
-    parser.add_argument("--no-bf16", action="store_true", help="skip the bfloat16 rows")
     parser.add_argument("--matmul-top", action="store_true",
                         help="patch SymbolModality.top to a 2-D matmul (see the module doc)")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--precision", default="float32", help=argparse.SUPPRESS)
-    parser.add_argument("--tmp", help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
-    parser.add_argument("--steps-json", help=argparse.SUPPRESS)
+    add_race_arguments(parser)
     args = parser.parse_args(argv)
-
     if args.worker:
-        args.steps_for = json.loads(args.steps_json)
-        out = _worker(args)
-        with open(args.out, "w") as f:
-            json.dump(out, f)
-        return out
+        return run_worker_process(args, _worker)
 
     start = time.perf_counter()
     models = args.models.split(",") if args.models else list(MODELS[:2] if args.quick else MODELS)
@@ -626,12 +657,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         r["model_flops"] = model_flops(hp, args.vocab, args.batch, args.length, args.length)
         r["model_flops_per_s"] = r["model_flops"] / (r["step_ms"] / 1000)
         r["mfu"] = r["model_flops_per_s"] / peak[r["precision"]]
-        t2t = [x for x in rows if x["model"] == r["model"] and x["precision"] == r["precision"]
-               and x["path"] == TRAINER]
-        r["ratio"] = t2t[0]["tokens_per_s"] / r["tokens_per_s"] if t2t else None
-    order = {key: i for i, key in enumerate(
-        (m, p, q) for m in models for p in precisions for q in PATHS)}
-    rows.sort(key=lambda r: order[(r["model"], r["precision"], r["path"])])
+    compare_rows(rows, "tokens_per_s", models, precisions, PATHS)
 
     elapsed = time.perf_counter() - start
     print()

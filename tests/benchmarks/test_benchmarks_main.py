@@ -36,6 +36,16 @@ def training_result(trainer_tokens_per_s=1000.0):
     return {"rows": rows, "matmul_flops": {"float32": 1e11}, "torch": "2.13.0"}
 
 
+RESNET = {"rows": [
+    {"model": "resnet_cifar_15", "precision": "float32", "path": "t2t Trainer",
+     "examples_per_s": 240.0, "mfu": 0.7},
+    {"model": "resnet_cifar_15", "precision": "float32", "path": "bare tf.function",
+     "examples_per_s": 250.0, "mfu": 0.73},
+    {"model": "resnet_cifar_15", "precision": "float32", "path": "torch ResNet",
+     "examples_per_s": 200.0, "mfu": 0.58},
+], "matmul_flops": {"float32": 2e11}, "torch": "2.13.0"}
+
+
 def _stage(examples_per_s, tokens_per_s):
     return {"examples_per_s": np.float64(examples_per_s), "tokens_per_s": tokens_per_s,
             "padded_tokens_per_s": 2 * tokens_per_s, "efficiency": 0.5, "first_batch_s": 0.1}
@@ -74,7 +84,8 @@ def fakes(monkeypatch):
     """Fake mains for every benchmark; returns the (name, argv) calls in order."""
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)  # the suite sets it
     calls = []
-    results = {"training": training_result(), "input_pipeline": PIPELINE, "decoding": DECODING,
+    results = {"training": training_result(), "resnet": RESNET, "input_pipeline": PIPELINE,
+               "decoding": DECODING,
                "datagen": DATAGEN, "distributed": DISTRIBUTED}
     for name, result in results.items():
         def fake(argv, name=name, result=result):
@@ -103,6 +114,9 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
         "transformer_tiny float32: trainer/bare-loop tokens/s", "0.800x",
         "transformer_tiny float32: trainer/torch tokens/s", "0.500x",
         "transformer_tiny float32: trainer MFU", "20.0%", "torch MFU", "40.0%",
+        "resnet_cifar_15 float32: trainer/bare-loop images/s", "0.960x",
+        "resnet_cifar_15 float32: trainer/torch images/s", "1.200x",
+        "resnet_cifar_15 float32: trainer MFU", "70.0%", "240 images/s",
         # 30,000 pipeline tokens/s over the faster transformer_tiny Trainer's 1,500.
         "training path (bucketing) tokens/s / training consumption", "20.000x",
         "packed path (pack_dataset) tokens/s / training consumption", "16.000x",
@@ -170,7 +184,7 @@ def test_failing_benchmark_is_reported_and_the_others_still_run(fakes, monkeypat
     monkeypatch.setitem(suite.RUNNERS, "datagen", lambda argv: sys.exit(3))
     path = tmp_path / "history.jsonl"
     assert suite.main(["--quick", "--history", str(path)]) == 1
-    assert [name for name, _ in fakes] == ["training", "input_pipeline", "distributed"]
+    assert [name for name, _ in fakes] == ["training", "resnet", "input_pipeline", "distributed"]
     captured = capsys.readouterr()
     summary = captured.out[captured.out.index("Summary"):]
     assert "decoding" in summary and "FAILED: RuntimeError: decoder exploded" in summary
@@ -213,7 +227,7 @@ def test_unknown_benchmark_name_lists_the_valid_ones(fakes, argv, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "unknown benchmark name(s)" in err and "nope" in err
-    assert "valid names: training, input_pipeline, decoding, datagen, distributed" in err
+    assert "valid names: training, resnet, input_pipeline, decoding, datagen, distributed" in err
     assert fakes == []
 
 

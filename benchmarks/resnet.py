@@ -1,0 +1,426 @@
+"""ResNet training throughput: t2t's Trainer vs a bare TF loop vs the same net in PyTorch.
+
+    python -m benchmarks.resnet [--quick] [--models A,B] [--steps N] [--batch B]
+                                [--no-torch] [--no-bf16]
+
+Images/s of t2t's `resnet` model, in float32 and mixed bfloat16, on random images with
+random labels (10 classes) of the size each hparams set is meant for:
+resnet_cifar_15 and resnet_cifar_32 on 32x32x3 (batch 64), resnet_50 on 224x224x3
+(batch 16; not with --quick). Rows per model and precision:
+
+- t2t Trainer: `Trainer._run_steps` on its own input pipeline (PNG records written to a
+  temporary directory, decoded per batch), with the per-step host work of
+  `Trainer.train`; no logging or checkpoints.
+- bare tf.function: the same t2t Resnet layer and hparams on a constant uint8 batch,
+  one `tf.function` with GradientTape, the same L2 weight decay term and the same
+  optimizer (t2t's `create_optimizer`: SGD, momentum 0.9, Nesterov) at a constant
+  learning rate: no strategy, no input pipeline.
+- torch ResNet: the same network written in PyTorch (no torchvision needed): the same
+  layers, strides, fixed padding of strided convolutions, pre-activation residual or
+  post-activation bottleneck blocks, batch-norm momentum and epsilon, global mean pool
+  and dense top; SGD with Nesterov momentum 0.9 and weight decay 1e-4, label smoothing
+  as the hparams set; channels-last memory format, which oneDNN prefers for
+  convolutions on CPU; eager; bfloat16 under `torch.autocast("cpu")`;
+  `torch.set_num_threads` = TensorFlow's intra-op threads. Skipped when torch is not
+  installed (for benchmarking only, never a t2t dependency).
+
+ratio = Trainer images/s / this row's; MFU = model FLOP/s over TensorFlow's dense matmul
+FLOP/s measured in the run (training.measure_matmul). Model FLOPs per image = 3 x 2 x the
+multiply-adds of every convolution and the dense top (forward, and twice that backward);
+batch norm, ReLU, pooling and the optimizer are not counted.
+
+Method: as benchmarks/training.py (one subprocess per precision; the paths warmed up,
+then timed in interleaved rounds so that background load hits them alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from benchmarks import training
+from t2t.hparams import resnet as _resnet_hparams  # noqa: F401  (registers the sets)
+from t2t.hparams.basic import create_hparams
+from t2t.hparams.hparams import HParams
+from t2t.problems import image_problems
+
+PRECISIONS = training.PRECISIONS
+TRAINER, BARE, TORCH = training.TRAINER, training.BARE, "torch ResNet"
+PATHS = (TRAINER, BARE, TORCH)
+# hparams set -> (image size, batch, timed steps (full run, --quick)).
+MODELS = {
+    "resnet_cifar_15": (32, 64, (20, 6)),
+    "resnet_cifar_32": (32, 64, (10, 4)),
+    "resnet_50": (224, 16, (6, 2)),
+}
+QUICK_MODELS = ("resnet_cifar_15",)
+NUM_CLASSES = 10
+BARE_LEARNING_RATE = 0.1
+
+
+# --------------------------------------------------------------------------- data
+class BenchImages(image_problems.Image2ClassProblem):
+    """Random uint8 images [size, size, 3] with random labels in [0, 10)."""
+
+    registered_name = "bench_images"
+    class_labels = tuple(str(i) for i in range(NUM_CLASSES))
+    train_shards = 1
+    dev_shards = 1
+
+    def __init__(self, image_size: int = 32, train_size: int = 256):
+        super().__init__()
+        self.image_size = image_size
+        self.train_size = train_size
+
+    def generate_images(self, data_dir, tmp_dir, split, *, mirror=None):
+        rng = np.random.default_rng(0 if split == "train" else 1)
+        count = self.train_size if split == "train" else 16
+        for _ in range(count):
+            image = rng.integers(0, 256, [self.image_size, self.image_size, 3], dtype=np.uint8)
+            yield image, int(rng.integers(0, NUM_CLASSES))
+
+
+def make_problem(image_size: int, data_dir: str, train_size: int = 256) -> BenchImages:
+    """The benchmark problem for `image_size`, its data written to `data_dir`."""
+    problem = BenchImages(image_size, train_size)
+    problem.generate_data(data_dir, os.path.join(data_dir, "tmp"), progress=False)
+    return problem
+
+
+def model_hparams(hparams_set: str, batch: int, overrides: str = "") -> HParams:
+    hp = create_hparams(hparams_set, overrides)
+    hp.batch_size = batch  # images: batch_size counts examples
+    return hp
+
+
+# -------------------------------------------------------------------------- FLOPs
+def model_flops_per_image(hp: HParams, image_size: int, num_classes: int = NUM_CLASSES) -> float:
+    """Training FLOPs of one image: 6 x the multiply-adds of every convolution and of the
+    dense top, walking the layers of t2t/models/resnet.py (see the module doc)."""
+    stem = hp.filter_sizes[0]
+    size = -(-image_size // (1 if hp.is_cifar else 2))
+    macs = size * size * 7 * 7 * 3 * stem
+    if not hp.is_cifar:
+        size = -(-size // 2)  # the stem's 3x3 stride-2 max pool
+    channels = stem
+    ratios = list(hp.get("bottleneck_ratios") or [4, 4, 4, 4])
+    for i in range(3 if hp.is_cifar else 4):
+        filters = hp.filter_sizes[i + 1]
+        for b in range(hp.layer_sizes[i]):
+            out_size = -(-size // ((1 if i == 0 else 2) if b == 0 else 1))
+            area = out_size * out_size
+            if hp.block_fn == "bottleneck":
+                out = ratios[i] * filters
+                macs += size * size * channels * filters  # 1x1, before the strided 3x3
+                macs += area * (9 * filters * filters + filters * out)
+            else:
+                out = filters
+                macs += area * 9 * (channels * filters + filters * filters)
+            if b == 0:
+                macs += area * channels * out  # the 1x1 projection shortcut
+            size, channels = out_size, out
+    return 6.0 * (macs + channels * num_classes)
+
+
+# -------------------------------------------------------------------------- paths
+def trainer_step(problem: BenchImages, data_dir: str, output_dir: str, hparams_set: str,
+                 batch: int, precision: str = "float32") -> training.Step:
+    """A step of t2t's Trainer on its input pipeline (`training.trainer_path`)."""
+    trainer = training.trainer_path(problem, "resnet", model_hparams(hparams_set, batch),
+                                    data_dir, output_dir, precision)
+
+    def step() -> tuple[float, float]:
+        examples, _ = trainer()
+        return examples, examples  # the "tokens" of an image step: its images
+
+    return step
+
+
+def bare_step(problem_hparams: Any, hparams_set: str, batch: int, image_size: int,
+              precision: str = "float32") -> training.Step:
+    """A step of the same Resnet in a plain tf.function loop on a constant batch."""
+    import tensorflow as tf
+
+    from t2t.models import t2t_model
+    from t2t.trainer import optimizers
+    from t2t.trainer.trainer import dummy_features
+
+    hp = model_hparams(hparams_set, batch)
+    with training._policy(precision):
+        model = t2t_model.create_model("resnet", hp, t2t_model.TRAIN, problem_hparams)
+        model.build_for(dummy_features(problem_hparams))
+        optimizer = optimizers.create_optimizer(hp, BARE_LEARNING_RATE)
+        optimizer.build(model.trainable_variables)
+    variables = model.trainable_variables
+    rng = np.random.default_rng(0)
+    features = {
+        "inputs": tf.constant(rng.integers(0, 256, [batch, image_size, image_size, 3]), tf.uint8),
+        "targets": tf.constant(rng.integers(0, NUM_CLASSES, [batch, 1]), tf.int32),
+    }
+
+    @tf.function
+    def train_step(features):
+        with tf.GradientTape() as tape:
+            _, losses = model(features, training=True)
+            numerator, denominator = losses["training"]
+            loss = numerator / denominator + optimizers.weight_decay_loss(variables, hp)
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    def step() -> tuple[float, float]:
+        float(train_step(features))
+        return float(batch), float(batch)
+
+    return step
+
+
+def torch_step(hp: HParams, batch: int, image_size: int, precision: str = "float32",
+               threads: int | None = None, channels_last: bool = True) -> training.Step:
+    """A step of the same ResNet written in PyTorch (see the module doc)."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+
+    def conv(c_in: int, c_out: int, kernel: int, stride: int) -> nn.Module:
+        # Strided convolutions pad (k-1)//2 before and k//2 after, as t2t's fixed padding.
+        if stride == 1:
+            return nn.Conv2d(c_in, c_out, kernel, 1, padding="same", bias=False)
+        total = kernel - 1
+        return nn.Sequential(nn.ZeroPad2d((total // 2, total - total // 2) * 2),
+                             nn.Conv2d(c_in, c_out, kernel, stride, bias=False))
+
+    def norm(channels: int, zero: bool = False) -> nn.BatchNorm2d:
+        layer = nn.BatchNorm2d(channels, eps=1e-5, momentum=0.1)  # t2t's decay 0.9
+        if zero:
+            nn.init.zeros_(layer.weight)
+        return layer
+
+    class Residual(nn.Module):  # pre-activation, t2t's residual_block
+        def __init__(self, c_in, filters, stride, projection):
+            super().__init__()
+            self.bn1, self.bn2 = norm(c_in), norm(filters)
+            self.projection = (nn.Sequential(conv(c_in, filters, 1, stride), norm(filters))
+                               if projection else None)
+            self.conv1, self.conv2 = conv(c_in, filters, 3, stride), conv(filters, filters, 3, 1)
+
+        def forward(self, x):
+            shortcut = x
+            x = F.relu(self.bn1(x))
+            if self.projection is not None:
+                shortcut = self.projection(x)
+            return self.conv2(F.relu(self.bn2(self.conv1(x)))) + shortcut
+
+    class Bottleneck(nn.Module):  # post-activation, t2t's bottleneck_block
+        def __init__(self, c_in, filters, stride, projection, ratio, final):
+            super().__init__()
+            out = ratio * filters
+            self.projection = (nn.Sequential(conv(c_in, out, 1, stride), norm(out))
+                               if projection else None)
+            self.conv1, self.bn1 = conv(c_in, filters, 1, 1), norm(filters)
+            self.conv2, self.bn2 = conv(filters, filters, 3, stride), norm(filters)
+            self.conv3, self.bn3 = conv(filters, out, 1, 1), norm(out, zero=final)
+
+        def forward(self, x):
+            shortcut = self.projection(x) if self.projection is not None else x
+            y = F.relu(self.bn1(self.conv1(x)))
+            y = F.relu(self.bn2(self.conv2(y)))
+            return F.relu(self.bn3(self.conv3(y)) + shortcut)
+
+    class Resnet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            stem = hp.filter_sizes[0]
+            layers: list[nn.Module] = [conv(3, stem, 7, 1 if hp.is_cifar else 2), norm(stem),
+                                       nn.ReLU()]
+            if not hp.is_cifar:  # 3x3 stride-2 SAME max pool
+                layers.append(nn.MaxPool2d(3, 2, padding=1))
+            channels = stem
+            ratios = list(hp.get("bottleneck_ratios") or [4, 4, 4, 4])
+            for i in range(3 if hp.is_cifar else 4):
+                filters = hp.filter_sizes[i + 1]
+                for b in range(hp.layer_sizes[i]):
+                    stride = (1 if i == 0 else 2) if b == 0 else 1
+                    if hp.block_fn == "bottleneck":
+                        final = b > 0 and b + 1 == hp.layer_sizes[i]
+                        layers.append(Bottleneck(channels, filters, stride, b == 0, ratios[i],
+                                                 final))
+                        channels = ratios[i] * filters
+                    else:
+                        layers.append(Residual(channels, filters, stride, b == 0))
+                        channels = filters
+            self.body = nn.Sequential(*layers)
+            self.top = nn.Linear(channels, NUM_CLASSES)
+
+        def forward(self, images):
+            x = self.body(images.float() / 255.0)
+            return self.top(x.mean(dim=(2, 3)))
+
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    model = Resnet().train().to(memory_format=layout)
+    optimizer = torch.optim.SGD(model.parameters(), lr=BARE_LEARNING_RATE,
+                                momentum=hp.optimizer_momentum_momentum,
+                                nesterov=bool(hp.optimizer_momentum_nesterov),
+                                weight_decay=float(hp.weight_decay))
+    rng = np.random.default_rng(0)
+    images = torch.from_numpy(rng.integers(0, 256, [batch, 3, image_size, image_size],
+                                           dtype=np.uint8))
+    images = images.contiguous(memory_format=layout)
+    labels = torch.from_numpy(rng.integers(0, NUM_CLASSES, [batch]))
+    autocast = precision == "bfloat16"
+
+    def step() -> tuple[float, float]:
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(images)
+        loss = F.cross_entropy(logits.float(), labels, label_smoothing=hp.label_smoothing)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+        return float(batch), float(batch)
+
+    step.model = model  # type: ignore[attr-defined]  (for the parity test)
+    return step
+
+
+# ------------------------------------------------------------------------ workers
+def _worker(args: argparse.Namespace) -> dict[str, Any]:
+    """One precision: every model's paths, interleaved; matmul peaks before and after."""
+    threads = training.tf_threads()
+    out: dict[str, Any] = {"rows": [], "threads": threads, "torch": None,
+                           "matmul_flops": training._matmul_peaks(2048)}
+    with_torch = args.torch and training.torch_available()
+    if with_torch:
+        import torch
+
+        out["torch"] = torch.__version__
+    for name in args.models.split(","):
+        size, batch = MODELS[name][0], args.batch or MODELS[name][1]
+        data_dir = os.path.join(args.tmp, f"data-{size}")
+        problem = make_problem(size, data_dir, train_size=max(4 * batch, 64))
+        output_dir = tempfile.mkdtemp(prefix=f"{name}-{args.precision}-", dir=args.tmp)
+        paths = {
+            TRAINER: trainer_step(problem, data_dir, output_dir, name, batch, args.precision),
+            BARE: bare_step(problem.problem_hparams(data_dir), name, batch, size, args.precision),
+        }
+        if with_torch:
+            paths[TORCH] = torch_step(model_hparams(name, batch), batch, size, args.precision,
+                                      threads)
+        steps = args.steps_for[name]
+        for path, r in training.time_interleaved(paths, steps).items():
+            r.update(model=name, path=path, precision=args.precision, batch=batch,
+                     image_size=size)
+            out["rows"].append(r)
+            print(f"[{args.precision}] {name:<16} {path:<17} {r['step_ms']:9.1f} ms/step "
+                  f"{r['examples_per_s']:8.1f} images/s, {r['cores']:.2f} cores ({steps} "
+                  f"steps; warm-up {r['warmup_s']:.1f}s)", flush=True)
+        del paths
+        gc.collect()
+    later = training._matmul_peaks(2048)
+    out["matmul_flops"] = {k: max(v, later[k]) for k, v in out["matmul_flops"].items()}
+    return out
+
+
+def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
+                steps_for: dict[str, int]) -> dict[str, Any]:
+    result = os.path.join(args.tmp, f"{precision}.json")
+    command = [sys.executable, "-m", "benchmarks.resnet", "--worker", "--precision", precision,
+               "--tmp", args.tmp, "--out", result, "--models", ",".join(models),
+               "--steps-json", json.dumps(steps_for), "--batch", str(args.batch or 0)]
+    command += [] if args.torch else ["--no-torch"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see benchmarks/training.py
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    process = subprocess.run(command, env=env, cwd=root, stderr=subprocess.PIPE, text=True)
+    kept = [line for line in process.stderr.splitlines() if not training._NOISE.match(line)]
+    if process.returncode:
+        raise RuntimeError(f"The {precision} worker failed ({process.returncode}):\n"
+                           + "\n".join(kept[-40:]))
+    with open(result) as f:
+        return json.load(f)
+
+
+# --------------------------------------------------------------------------- main
+def _table(rows: list[dict[str, Any]]) -> str:
+    header = (f"{'model':<16}  {'path':<17}  {'precision':<9}  {'images/s':>9}  "
+              f"{'step ms':>8}  {'ratio':>5}  {'MFU':>6}  {'cores':>5}  {'cpu ms':>8}")
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r.get("ratio") else "-"
+        lines.append(
+            f"{r['model']:<16}  {r['path']:<17}  {r['precision']:<9}  "
+            f"{r['examples_per_s']:>9,.1f}  {r['step_ms']:>8.1f}  {ratio:>5}  "
+            f"{100 * r['mfu']:>5.1f}%  {r['cores']:>5.2f}  {r['cpu_ms']:>8.1f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_MODELS)}")
+    parser.add_argument("--models", default=None,
+                        help=f"comma-separated hparams sets among {', '.join(MODELS)}")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps for every model")
+    parser.add_argument("--batch", type=int, default=None, help="images a step (default: "
+                        "the model's, see the module doc)")
+    training.add_race_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.worker:
+        args.batch = args.batch or None  # the parent passes 0 for "the model's"
+        return training.run_worker_process(args, _worker)
+
+    models = args.models.split(",") if args.models else list(
+        QUICK_MODELS if args.quick else MODELS)
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown --models {', '.join(unknown)}: use some of {', '.join(MODELS)}")
+    start = time.perf_counter()
+    steps_for = {m: args.steps or MODELS[m][2][1 if args.quick else 0] for m in models}
+    precisions = ["float32"] if args.no_bf16 else list(PRECISIONS)
+    with_torch = args.torch and training.torch_available()
+    print(f"ResNet training throughput on random images, {os.cpu_count()} CPUs; load "
+          f"average {training._load()} at the start.", flush=True)
+    if args.torch and not with_torch:
+        print("torch is not installed: the torch rows are skipped "
+              "(pip install torch==2.13.0 into the venv to get them).", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        args.tmp = tmp
+        results = [_run_worker(p, args, models, steps_for) for p in precisions]
+    peak = {k: max(r["matmul_flops"][k] for r in results) for k in PRECISIONS}
+    rows = [row for r in results for row in r["rows"]]
+    for r in rows:
+        flops = model_flops_per_image(model_hparams(r["model"], r["batch"]), r["image_size"])
+        r["mfu"] = flops * r["examples_per_s"] / peak[r["precision"]]
+    training.compare_rows(rows, "examples_per_s", models, precisions, PATHS)
+    elapsed = time.perf_counter() - start
+    print()
+    print(_table(rows))
+    print()
+    print("ratio: t2t Trainer images/s / this row's (same model and precision); < 1: t2t is "
+          "slower. MFU: 6 x conv and dense multiply-adds per image x images/s / TensorFlow's "
+          "dense matmul, best measured: " + ", ".join(
+              f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in peak.items()) + ".")
+    print(f"Batches: {', '.join(f'{m} {MODELS[m][0]}x{MODELS[m][0]}x3 x {args.batch or MODELS[m][1]}' for m in models)}; "
+          f"timed steps {steps_for}. TensorFlow with {results[0]['threads']} intra-op threads"
+          + (f"; torch {results[0]['torch']}, channels-last." if with_torch else
+             "; no torch rows."))
+    print(f"Took {elapsed:.0f}s; load average {training._load()} at the end.")
+    return {"rows": rows, "matmul_flops": peak, "steps": steps_for, "seconds": elapsed,
+            "threads": results[0]["threads"], "torch": results[0]["torch"]}
+
+
+if __name__ == "__main__":
+    main()

@@ -39,8 +39,6 @@ import argparse
 import gc
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
@@ -336,22 +334,10 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
                 steps_for: dict[str, int]) -> dict[str, Any]:
-    result = os.path.join(args.tmp, f"{precision}.json")
-    command = [sys.executable, "-m", "benchmarks.resnet", "--worker", "--precision", precision,
-               "--tmp", args.tmp, "--out", result, "--models", ",".join(models),
-               "--steps-json", json.dumps(steps_for), "--batch", str(args.batch or 0)]
-    command += [] if args.torch else ["--no-torch"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see benchmarks/training.py
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    process = subprocess.run(command, env=env, cwd=root, stderr=subprocess.PIPE, text=True)
-    kept = [line for line in process.stderr.splitlines() if not training._NOISE.match(line)]
-    if process.returncode:
-        raise RuntimeError(f"The {precision} worker failed ({process.returncode}):\n"
-                           + "\n".join(kept[-40:]))
-    with open(result) as f:
-        return json.load(f)
+    return training.spawn_worker("benchmarks.resnet", precision, args.tmp, [
+        "--models", ",".join(models), "--steps-json", json.dumps(steps_for),
+        "--batch", str(args.batch or 0),
+    ] + ([] if args.torch else ["--no-torch"]))
 
 
 # --------------------------------------------------------------------------- main
@@ -387,6 +373,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         parser.error(f"unknown --models {', '.join(unknown)}: use some of {', '.join(MODELS)}")
+    for flag, value in (("--batch", args.batch), ("--steps", args.steps)):
+        if value is not None and value < 1:
+            parser.error(f"{flag}={value}: give 1 or more (or leave it out for the default)")
     start = time.perf_counter()
     steps_for = {m: args.steps or MODELS[m][2][1 if args.quick else 0] for m in models}
     precisions = ["float32"] if args.no_bf16 else list(PRECISIONS)
@@ -413,8 +402,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           "slower. MFU: 6 x conv and dense multiply-adds per image x images/s / TensorFlow's "
           "dense matmul, best measured: " + ", ".join(
               f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in peak.items()) + ".")
-    print(f"Batches: {', '.join(f'{m} {MODELS[m][0]}x{MODELS[m][0]}x3 x {args.batch or MODELS[m][1]}' for m in models)}; "
-          f"timed steps {steps_for}. TensorFlow with {results[0]['threads']} intra-op threads"
+    batches = ", ".join(f"{m} {MODELS[m][0]}x{MODELS[m][0]}x3 x {args.batch or MODELS[m][1]}"
+                        for m in models)
+    print(f"Batches: {batches}; timed steps {steps_for}. TensorFlow with {results[0]['threads']} intra-op threads"
           + (f"; torch {results[0]['torch']}, channels-last." if with_torch else
              "; no torch rows."))
     print(f"Took {elapsed:.0f}s; load average {training._load()} at the end.")

@@ -522,14 +522,20 @@ _NOISE = re.compile(
 
 def _run_worker(precision: str, args: argparse.Namespace, models: list[str],
                 steps_for: dict[str, int], with_torch: bool) -> dict[str, Any]:
-    result = os.path.join(args.tmp, f"{precision}.json")
-    command = [
-        sys.executable, "-m", "benchmarks.training", "--worker", "--precision", precision,
-        "--tmp", args.tmp, "--out", result, "--models", ",".join(models),
-        "--steps-json", json.dumps(steps_for), "--vocab", str(args.vocab),
-        "--batch", str(args.batch), "--length", str(args.length),
+    return spawn_worker("benchmarks.training", precision, args.tmp, [
+        "--models", ",".join(models), "--steps-json", json.dumps(steps_for),
+        "--vocab", str(args.vocab), "--batch", str(args.batch), "--length", str(args.length),
         "--matmul-size", str(args.matmul_size),
-    ] + (["--matmul-top"] if args.matmul_top else []) + ([] if with_torch else ["--no-torch"])
+    ] + (["--matmul-top"] if args.matmul_top else []) + ([] if with_torch else ["--no-torch"]))
+
+
+def spawn_worker(module: str, precision: str, tmp: str, argv: list[str]) -> dict[str, Any]:
+    """Runs `python -m module --worker --precision P ... argv` (a fresh process: the Keras
+    dtype policy is process-wide), relaying its stderr without TensorFlow's start-up
+    chatter, and returns the JSON it wrote to tmp/P.json."""
+    result = os.path.join(tmp, f"{precision}.json")
+    command = [sys.executable, "-m", module, "--worker", "--precision", precision,
+               "--tmp", tmp, "--out", result, *argv]
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # torch's OpenMP: see the module doc

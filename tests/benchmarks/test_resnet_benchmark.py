@@ -67,3 +67,14 @@ def test_torch_resnet_has_the_t2t_models_parameters(problem_and_data):
             for p in step.model.parameters())
         assert torch_shapes == shapes, name
     assert step()[0] == BATCH
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--models", "resnet_51"], "unknown --models resnet_51: use some of resnet_cifar_15"),
+    (["--batch", "0"], "--batch=0: give 1 or more"),
+    (["--steps", "-1"], "--steps=-1: give 1 or more"),
+])
+def test_bad_arguments_are_named(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        resnet.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err

@@ -61,6 +61,8 @@ from typing import Any
 
 import numpy as np
 
+from t2t.decoding import infer as infer_lib
+
 EOS_ID = 1  # t2t_model.EOS_ID
 _EOS_PENALTY = -1.0e9
 
@@ -134,7 +136,7 @@ def make_decoder(model: Any, beam_size: int, use_cache: bool) -> Any:
         reduce_retracing=True,
     )
     def decode(inputs: tf.Tensor, decode_length: tf.Tensor) -> tf.Tensor:
-        return model.infer(
+        return infer_lib.infer(model, 
             {"inputs": inputs}, decode_length=decode_length, beam_size=beam_size,
             alpha=0.6, use_cache=use_cache,
         )["outputs"]

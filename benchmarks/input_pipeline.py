@@ -44,6 +44,7 @@ def _hparams(**overrides: Any) -> HParams:
         eval_drop_long_sequences=False,
         pack_dataset=False,
         use_fixed_batch_size=False,
+        min_length=0,
         batch_shuffle_size=512,
     )
     values.update(overrides)

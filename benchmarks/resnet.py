@@ -8,9 +8,9 @@ random labels (10 classes) of the size each hparams set is meant for:
 resnet_cifar_15 and resnet_cifar_32 on 32x32x3 (batch 64), resnet_50 on 224x224x3
 (batch 16; not with --quick). Rows per model and precision:
 
-- t2t Trainer: `Trainer._run_steps` on its own input pipeline (PNG records written to a
+- t2t Trainer: `TrainingLoop._run_steps` on its own input pipeline (PNG records written to a
   temporary directory, decoded per batch), with the per-step host work of
-  `Trainer.train`; no logging or checkpoints.
+  `TrainingLoop.train`; no logging or checkpoints.
 - bare tf.function: the same t2t Resnet layer and hparams on a constant uint8 batch,
   one `tf.function` with GradientTape, the same L2 weight decay term and the same
   optimizer (t2t's `create_optimizer`: SGD, momentum 0.9, Nesterov) at a constant
@@ -149,13 +149,13 @@ def bare_step(problem_hparams: Any, hparams_set: str, batch: int, image_size: in
     import tensorflow as tf
 
     from t2t.models import t2t_model
+    from t2t.models.t2t_model import example_features
     from t2t.trainer import optimizers
-    from t2t.trainer.trainer import dummy_features
 
     hp = model_hparams(hparams_set, batch)
     with training._policy(precision):
         model = t2t_model.create_model("resnet", hp, t2t_model.TRAIN, problem_hparams)
-        model.build_for(dummy_features(problem_hparams))
+        model.build_for(example_features(problem_hparams))
         optimizer = optimizers.create_optimizer(hp, BARE_LEARNING_RATE)
         optimizer.build(model.trainable_variables)
     variables = model.trainable_variables

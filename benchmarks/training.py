@@ -301,18 +301,22 @@ def trainer_path(problem: Any, model: str, hparams: HParams, data_dir: str, outp
     """A step of t2t's Trainer for any problem and model: `_run_steps` on its own input
     pipeline's batches, with the per-step host work of `Trainer.train` (no logging, no
     checkpoints). Returns the Trainer's own (examples, tokens) counts of the step."""
-    from t2t.trainer.trainer import Trainer, TrainerConfig
+    from t2t.config import RuntimeConfig, TrainerConfig
+    from t2t.trainer import runtime
+    from t2t.trainer.trainer import Trainer
 
     config = TrainerConfig(
         train_steps=10**6, save_checkpoints_steps=10**9, log_every_steps=10**9,
-        decode_summaries=0, mixed_precision=None if precision == "float32" else precision,
+        decode_summaries=0,
     )
-    with _policy("float32"):  # the Trainer sets the mixed policy itself; restored after
-        trainer = Trainer(problem, model, hparams, data_dir, output_dir, config)
+    mixed = None if precision == "float32" else precision
+    with _policy("float32"):  # runtime.start sets the mixed policy itself; restored after
+        trainer = Trainer(problem, model, hparams, data_dir, output_dir, config,
+                          runtime.start(RuntimeConfig(mixed_precision=mixed)))
 
     def step() -> tuple[float, float]:
-        # Trainer.train's per-step work: the step with the stop flag, then to host.
-        _, _, (examples, tokens) = trainer._run_steps(config.train_steps)
+        # TrainingLoop.train's per-step work: the step with the stop flag, then to host.
+        _, _, (examples, tokens) = trainer.loop._run_steps(config.train_steps)
         _ = trainer.step
         return examples, tokens
 
@@ -335,12 +339,12 @@ def bare_step(problem_hparams: Any, hparams_set: str, batch: int, length: int,
     import tensorflow as tf
 
     from t2t.models import t2t_model
-    from t2t.trainer.trainer import dummy_features
+    from t2t.models.t2t_model import example_features
 
     hp = model_hparams(hparams_set, batch, length, hparams_overrides)
     with _policy(precision):
         model = t2t_model.create_model("transformer", hp, t2t_model.TRAIN, problem_hparams)
-        model.build_for(dummy_features(problem_hparams))
+        model.build_for(example_features(problem_hparams))
         optimizer = keras.optimizers.Adam(
             1e-4, beta_1=hp.optimizer_adam_beta1, beta_2=hp.optimizer_adam_beta2,
             epsilon=hp.optimizer_adam_epsilon,

@@ -10,10 +10,16 @@ group `t2t.plugins`). User code registers with the decorators:
 
     @registry.register_hparams("my_set")  # explicit name
     def my_hparams(): ...
+
+A module can also claim a whole family of problem names that are built on demand
+instead of registered one by one (t2t.problems.tfds_adapter does so for `tfds_`):
+
+    registry.register_problem_family("tfds_", make_problem, make_class)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib
 import importlib.metadata
@@ -219,22 +225,75 @@ def parse_problem_name(name: str) -> tuple[str, bool]:
     return base, True
 
 
+@dataclasses.dataclass(frozen=True)
+class ProblemFamily:
+    """Problem names starting with `prefix` that are built on demand (see
+    `register_problem_family`)."""
+
+    prefix: str
+    make_problem: Callable[[str, bool], Any]
+    make_class: Callable[[str], type]
+
+
+_problem_families: dict[str, ProblemFamily] = {}
+
+
+def register_problem_family(
+    prefix: str,
+    make_problem: Callable[[str, bool], Any],
+    make_class: Callable[[str], type],
+) -> None:
+    """Claims the problem names starting with `prefix` that are not registered.
+
+    `problem(name)` and `problem_class(name)` first discover the built-in modules and
+    plugins; a name that is then still unregistered and starts with `prefix` is built
+    by `make_problem(base_name, was_reversed)` (a Problem instance; `_rev` already
+    split off the name) or `make_class(name)` (the Problem class) instead of raising
+    UnknownNameError; both raise UnknownNameError themselves for names they cannot
+    build. Call it at import of the module that defines the family. The longest
+    matching prefix wins; registering a prefix again from the same place replaces it.
+    """
+    if not re.fullmatch(r"[a-z0-9_]+", prefix):
+        raise ValueError(
+            f"Invalid problem family prefix {prefix!r}: use lower-case letters, digits and _."
+        )
+    existing = _problem_families.get(prefix)
+    if existing is not None and _location(existing.make_problem) != _location(make_problem):
+        raise DuplicateNameError(
+            f"problem family {prefix!r} is already registered.\n"
+            f"  existing:  {_location(existing.make_problem)}\n"
+            f"  duplicate: {_location(make_problem)}"
+        )
+    _problem_families[prefix] = ProblemFamily(prefix, make_problem, make_class)
+
+
+def unregister_problem_family(prefix: str) -> None:
+    """Removes a problem family (for tests and interactive sessions)."""
+    _problem_families.pop(prefix, None)
+
+
+def _family_of(name: str) -> ProblemFamily | None:
+    """The family that builds `name`: none for registered names (after discovery)."""
+    if name in _problems:  # runs discovery, which registers the built-in families
+        return None
+    matching = [f for prefix, f in _problem_families.items() if name.startswith(prefix)]
+    return max(matching, key=lambda f: len(f.prefix), default=None)
+
+
 def problem(name: str) -> Any:
     """A Problem instance by name; the `_rev` suffix swaps inputs and targets."""
     base, was_reversed = parse_problem_name(name)
-    if base.startswith("tfds_") and base not in _problems:
-        from t2t.problems import tfds_adapter  # any TFDS data set: tfds_<name>[__<config>]
-
-        return tfds_adapter.tfds_problem(base, was_reversed=was_reversed)
+    family = _family_of(base)
+    if family is not None:  # e.g. any TFDS data set: tfds_<name>[__<config>]
+        return family.make_problem(base, was_reversed)
     return _problems.get(base)(was_reversed=was_reversed)
 
 
 def problem_class(name: str) -> type:
     """The registered Problem class (without `_rev` handling)."""
-    if name.startswith("tfds_") and name not in _problems:
-        from t2t.problems import tfds_adapter
-
-        return tfds_adapter.tfds_problem_class(name)
+    family = _family_of(name)
+    if family is not None:
+        return family.make_class(name)
     return _problems.get(name)
 
 

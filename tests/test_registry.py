@@ -300,6 +300,120 @@ def test_a_problem_registered_with_a_rev_name_is_not_reversed(cleanup):
     assert problem.name == name
 
 
+# ------------------------------------------------------------------ problem families
+class _Built:
+    """What the test family builds: remembers the name and direction it was built for."""
+
+    def __init__(self, name: str, was_reversed: bool = False):
+        self.name, self.was_reversed = name, was_reversed
+
+
+@pytest.fixture
+def family():
+    """Registers the family `zz_t2t_test_registry_fam_` and records its calls."""
+    prefix = PREFIX + "fam_"
+    calls: list[tuple] = []
+
+    def make_problem(name, was_reversed):
+        if name.endswith("_missing"):
+            raise registry.UnknownNameError(f"Unknown problem {name!r}: not in the family.")
+        calls.append(("problem", name, was_reversed))
+        return _Built(name, was_reversed)
+
+    def make_class(name):
+        calls.append(("class", name))
+        return _Built
+
+    registry.register_problem_family(prefix, make_problem, make_class)
+    yield prefix, calls
+    registry.unregister_problem_family(prefix)
+
+
+def test_problem_family_builds_unregistered_names(family):
+    prefix, calls = family
+    built = registry.problem(prefix + "anything")
+    assert isinstance(built, _Built) and built.name == prefix + "anything"
+    assert not built.was_reversed
+    assert registry.problem_class(prefix + "other") is _Built
+    assert calls == [("problem", prefix + "anything", False), ("class", prefix + "other")]
+
+
+def test_problem_family_gets_rev_split_off(family):
+    prefix, calls = family
+    built = registry.problem(prefix + "thing_rev")
+    assert built.name == prefix + "thing" and built.was_reversed
+    with pytest.raises(registry.BadProblemNameError, match="reverses twice"):
+        registry.problem(prefix + "thing_rev_rev")
+    assert calls == [("problem", prefix + "thing", True)]
+
+
+def test_registered_names_win_over_their_family(family, cleanup):
+    from t2t.problems import algorithmic
+
+    prefix, calls = family
+    name = prefix + "registered"
+    cleanup.append(("problem", name))
+
+    class Registered(algorithmic.AlgorithmicReverseBinary40Test):  # registering sets
+        pass  # registered_name on the class: never register a shared class here
+
+    registry.register_problem(Registered, name=name)
+    assert isinstance(registry.problem(name), Registered)
+    assert registry.problem_class(name) is Registered
+    assert calls == []
+
+
+def test_problem_family_errors_and_other_names_are_unchanged(family):
+    prefix, _ = family
+    with pytest.raises(registry.UnknownNameError, match="not in the family"):
+        registry.problem(prefix + "x_missing")
+    with pytest.raises(registry.UnknownNameError, match="Did you mean:"):
+        registry.problem("algorithmic_reverse_binary4")
+
+
+def test_longest_matching_family_prefix_wins(family):
+    prefix, _ = family
+    longer = prefix + "special_"
+    registry.register_problem_family(longer, lambda n, r: ("longer", n, r), lambda n: "longer")
+    try:
+        assert registry.problem(longer + "x") == ("longer", longer + "x", False)
+        assert registry.problem_class(longer + "x") == "longer"
+        assert isinstance(registry.problem(prefix + "x"), _Built)
+    finally:
+        registry.unregister_problem_family(longer)
+
+
+def test_problem_family_prefix_checks(family):
+    prefix, _ = family
+    with pytest.raises(ValueError, match="Invalid problem family prefix"):
+        registry.register_problem_family("Bad-", lambda n, r: None, lambda n: type)
+    with pytest.raises(registry.DuplicateNameError, match="already registered"):
+        registry.register_problem_family(prefix, lambda n, r: None, lambda n: type)
+
+
+def test_the_tfds_family_is_registered_by_discovery_not_by_the_registry():
+    import ast
+
+    source = open(registry.__file__).read()
+    imported = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            imported.append(node.module or "")
+    assert not [m for m in imported if m.startswith(("t2t", "tensorflow", "keras"))], imported
+    result = _python("""
+        import sys
+        from t2t import registry
+        cls = registry.problem_class("tfds_imdb_reviews")
+        print("MODULE", cls.__module__)
+        print("HEAVY", sorted(m for m in ("tensorflow", "keras") if m in sys.modules))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "MODULE t2t.problems.tfds_adapter" in result.stdout
+    assert "HEAVY []" in result.stdout
+
+
 # ------------------------------------------------------------------ help
 def test_help_string_lists_every_kind():
     text = registry.help_string()

@@ -9,6 +9,9 @@ from typing import NoReturn
 
 from absl import flags
 
+from t2t import config
+from t2t.bin import config_flags
+
 # TensorFlow's C++ start-up chatter (CUDA probing, oneDNN notes) hides the binaries'
 # own output; a user can still ask for it with TF_CPP_MIN_LOG_LEVEL=0.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -21,9 +24,7 @@ flags.DEFINE_string("t2t_usr_dir", None,
 flags.DEFINE_bool("registry_help", False, "Print every registered name and exit.")
 flags.DEFINE_multi_string("gin_file", [], "gin config files (runtime settings).")
 flags.DEFINE_multi_string("gin_param", [], "gin bindings, e.g. 'InputConfig.seed=1'.")
-flags.DEFINE_string("data_mirror", None,
-                    "Where to fetch data files first: a URL prefix (http://host/path/) or "
-                    "a local folder holding the files. Default: $T2T_DATA_MIRROR.")
+config_flags.define(config.DataConfig, only=("data_mirror",))
 
 
 def default_data_dir() -> str:

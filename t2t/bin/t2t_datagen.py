@@ -15,17 +15,17 @@ import time
 
 from absl import app, flags
 
-from t2t.bin import common_flags
+from t2t import config
+from t2t.bin import common_flags, config_flags
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("problem", None, "Registered problem name(s), comma separated.")
-flags.DEFINE_string("data_dir", None, "Where the TFRecord shards and vocabularies go "
-                    "(default: $T2T_DATA_DIR or ~/t2t_data).")
-flags.DEFINE_string("tmp_dir", None, "Where downloads and extracted archives go "
-                    "(default: DATA_DIR/tmp).")
-flags.DEFINE_integer("num_shards", None, "Number of training shards (default: the problem's).")
-flags.DEFINE_integer("max_cases", None, "Write at most this many examples per split.")
+config_flags.define(config.TaskConfig, only=("problem", "data_dir"), help={
+    "problem": "Registered problem name(s), comma separated.",
+    "data_dir": "Where the TFRecord shards and vocabularies go (default: $T2T_DATA_DIR or "
+                "~/t2t_data).",
+})
+config_flags.define(config.DataConfig, only=("tmp_dir", "num_shards", "max_cases", "progress"))
 flags.DEFINE_bool("inspect", False, "Do not generate: show decoded examples, length "
                   "statistics and label balance of the prepared data.")
 flags.DEFINE_string("inspect_split", "train", "Split to inspect: train, dev or test.")
@@ -34,7 +34,6 @@ flags.DEFINE_integer("inspect_max_records", 100_000, "Records to read for --insp
 flags.DEFINE_string("dump_text", None, "Do not generate: write the --inspect_split split's "
                     "text, one example per line, to PREFIX.inputs and PREFIX.targets (a "
                     "t2t-decoder --decode_from_file input and its --decode_reference).")
-flags.DEFINE_bool("progress", True, "Show a progress line while writing.")
 
 
 def _format_bytes(n: int) -> str:
@@ -45,22 +44,24 @@ def _format_bytes(n: int) -> str:
     return str(n)
 
 
-def generate(problem_name: str, data_dir: str, tmp_dir: str) -> None:
+def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
     from t2t import gin_config, registry
 
     problem = registry.problem(problem_name)
     start = time.monotonic()
     print(f"Generating {problem.name} into {data_dir}")
+    tmp_dir = os.path.expanduser(data.tmp_dir or os.path.join(data_dir, "tmp"))
     summaries = problem.generate_data(
-        data_dir, tmp_dir, mirror=FLAGS.data_mirror, max_cases=FLAGS.max_cases,
-        num_shards=FLAGS.num_shards, progress=FLAGS.progress,
+        data_dir, tmp_dir, mirror=data.data_mirror, max_cases=data.max_cases,
+        num_shards=data.num_shards, progress=data.progress,
     )
     print(f"{problem.name}: done in {time.monotonic() - start:.1f}s")
     print(f"  {'split':<8} {'examples':>10} {'shards written':>15} {'skipped':>8} {'size':>10}")
     for split, s in summaries.items():
         print(f"  {split:<8} {s.examples:>10,} {s.shards_written:>15} {s.shards_skipped:>8} "
               f"{_format_bytes(s.bytes):>10}")
-    gin_config.save_config(data_dir, f"{problem.dataset_filename()}.datagen_config.gin")
+    gin_config.save_config(data_dir, f"{problem.dataset_filename()}.datagen_config.gin",
+                           only_if_bound=True)
 
 
 def inspect(problem_name: str, data_dir: str) -> None:
@@ -111,11 +112,13 @@ def main(argv: list[str]) -> None:
     from t2t.problems.download import DownloadError
     from t2t.registry import UnknownNameError
 
-    data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
-    tmp_dir = os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp"))
-    names = [n.strip() for n in FLAGS.problem.split(",") if n.strip()]
+    task = config_flags.build(config.TaskConfig, only=("problem", "data_dir"))
+    data = config_flags.build(config.DataConfig, only=("tmp_dir", "num_shards", "max_cases",
+                                                       "progress", "data_mirror"))
+    data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+    names = [n.strip() for n in task.problem.split(",") if n.strip()]
     if FLAGS.dump_text and len(names) > 1:
-        common_flags.fail(f"--dump_text writes one problem's text; --problem={FLAGS.problem!r} "
+        common_flags.fail(f"--dump_text writes one problem's text; --problem={task.problem!r} "
                           f"names {len(names)}: run once per problem.")
     for name in names:
         try:
@@ -124,7 +127,7 @@ def main(argv: list[str]) -> None:
             elif FLAGS.inspect:
                 inspect(name, data_dir)
             else:
-                generate(name, data_dir, tmp_dir)
+                generate(name, data_dir, data)
         except (UnknownNameError, problem_lib.DataMissingError, DownloadError, ValueError,
                 OSError) as e:
             common_flags.fail(str(e))

@@ -24,17 +24,11 @@ import time
 
 from absl import app, flags
 
-from t2t.bin import common_flags, run_flags  # noqa: F401 (defines the run flags)
+from t2t import config
+from t2t.bin import common_flags, config_flags, run_flags  # noqa: F401 (run, decode flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary (default: $T2T_DATA_DIR "
-                    "or ~/t2t_data).")
-flags.DEFINE_string("output_dir", None, "The training run (default: "
-                    "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET); dev decodes are written there.")
-flags.DEFINE_string("decode_hparams", "", "Decoding settings, e.g. 'beam_size=4,alpha=0.6,"
-                    "extra_length=50,batch_size=32,return_beams=False,write_beam_scores=False,"
-                    "temperature=0,top_k=0,top_p=1,max_input_length=0'.")
 flags.DEFINE_string("decode_from_file", None, "Decode each line of this file.")
 flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "
                     "line (default: DECODE_FROM_FILE.MODEL.HPARAMS_SET.PROBLEM.beamN.alphaA"
@@ -124,14 +118,15 @@ def main(argv: list[str]) -> None:
     from t2t.hparams.hparams import HParamsError
     from t2t.problems import problem as problem_lib
 
+    task = config_flags.build(config.TaskConfig)
     try:
-        output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
+        output_dir = os.path.expanduser(task.output_dir) if task.output_dir else None
         problem_name, model_name, hparams_set, hparams = common_flags.resolve_run(
-            output_dir, FLAGS.problem, FLAGS.model, FLAGS.hparams_set, FLAGS.hparams)
+            output_dir, task.problem, task.model, task.hparams_set, task.hparams)
         if output_dir is None:
             output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
-        data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
-        dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
+        data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+        dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         problem = registry.problem(problem_name)
         registry.model(model_name)

@@ -24,23 +24,12 @@ import sys
 
 from absl import app, flags
 
-from t2t.bin import common_flags, run_flags  # noqa: F401 (defines the run flags)
+from t2t import config
+from t2t.bin import common_flags, config_flags, run_flags  # noqa: F401 (run, decode flags)
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("data_dir", None, "Prepared data: the vocabulary and the dev examples "
-                    "of the parity check (default: $T2T_DATA_DIR or ~/t2t_data).")
-flags.DEFINE_string("output_dir", None, "The training run (default: "
-                    "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).")
-flags.DEFINE_string("export_dir", None, "Where the versioned SavedModels go (default: "
-                    "OUTPUT_DIR/export).")
-flags.DEFINE_string("decode_hparams", "", "Decoding settings fixed in the export, e.g. "
-                    "'beam_size=4,alpha=0.6,extra_length=50,return_beams=False,temperature=0,"
-                    "top_k=0,top_p=1,max_input_length=0'.")
-flags.DEFINE_bool("skip_parity_check", False, "Do not verify the export against t2t's own "
-                  "decoding in a fresh process.")
-flags.DEFINE_bool("ids_only", False, "Leave out the text signature (no in-graph tokenizer): "
-                  "serving_default is then the tf.Example signature.")
+config_flags.define(config.ExportConfig)
 
 
 def _print_signatures(version_dir: str) -> None:
@@ -74,23 +63,28 @@ def main(argv: list[str]) -> None:
     from t2t.problems import problem as problem_lib
     from t2t.serving import export as export_lib
 
+    task = config_flags.build(config.TaskConfig)
     try:
-        output_dir = os.path.expanduser(FLAGS.output_dir) if FLAGS.output_dir else None
+        output_dir = os.path.expanduser(task.output_dir) if task.output_dir else None
         problem_name, model_name, hparams_set, hparams = common_flags.resolve_run(
-            output_dir, FLAGS.problem, FLAGS.model, FLAGS.hparams_set, FLAGS.hparams)
+            output_dir, task.problem, task.model, task.hparams_set, task.hparams)
         if output_dir is None:
             output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
-        data_dir = os.path.expanduser(FLAGS.data_dir or common_flags.default_data_dir())
-        dhp = decoder_lib.DecodeHParams.parse(FLAGS.decode_hparams)
+        data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+        dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         problem = registry.problem(problem_name)
         registry.model(model_name)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
-        export_dir = os.path.expanduser(FLAGS.export_dir or os.path.join(output_dir, "export"))
+        export_config = config_flags.build(config.ExportConfig)
+        export_dir = os.path.expanduser(export_config.export_dir
+                                        or os.path.join(output_dir, "export"))
         print(f"Exporting {model_name} on {problem_name} from {checkpoint} "
               f"({dhp.to_string()}) to {export_dir}", flush=True)
         version_dir = export_lib.export(
             problem, model_name, hparams, data_dir, checkpoint, export_dir, dhp,
-            parity_check=not FLAGS.skip_parity_check, text_signature=not FLAGS.ids_only,
+            parity_check=not export_config.skip_parity_check,
+            text_signature=not export_config.ids_only,
+            parity_examples=export_config.parity_examples,
         )
         print(f"Exported: {version_dir}")
         _print_signatures(version_dir)

@@ -19,69 +19,44 @@ import sys
 
 from absl import app, flags
 
-from t2t.bin import common_flags
+from t2t import config
+from t2t.bin import common_flags, config_flags
 
 FLAGS = flags.FLAGS
 
-# Trainer flags (forwarded to every trial when given).
-flags.DEFINE_string("problem", None, "Registered problem name (see --registry_help).")
-flags.DEFINE_string("model", None, "Registered model name, e.g. transformer.")
-flags.DEFINE_string("hparams_set", None, "Registered hparams set, e.g. transformer_tiny.")
-flags.DEFINE_string("hparams", "", "Your overrides for every trial, e.g. 'batch_size=1024'; "
-                    "the values a trial samples win over them.")
-flags.DEFINE_string("data_dir", None, "Prepared data (default: $T2T_DATA_DIR or ~/t2t_data).")
-flags.DEFINE_string("tmp_dir", None, "Downloads for --generate_data (default: DATA_DIR/tmp).")
-flags.DEFINE_string("output_dir", None, "The study's directory: trial_N/ runs, study.db, "
-                    "the table and plots (default: ~/t2t_train/PROBLEM/MODEL-HPARAMS_SET-"
-                    "HPARAMS_RANGE).")
-flags.DEFINE_bool("generate_data", False, "Prepare the problem's data first (skipped if "
-                  "present).")
-flags.DEFINE_integer("train_steps", 1000, "Training steps of each trial.")
-flags.DEFINE_integer("eval_steps", 100, "Dev batches per evaluation; <= 0 for the whole dev set.")
-flags.DEFINE_integer("local_eval_frequency", 1000, "Evaluate (and report to the pruner) every "
-                     "this many steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
-flags.DEFINE_integer("keep_checkpoint_max", 20, "Checkpoints kept per trial.")
-flags.DEFINE_integer("log_every_steps", 100, "Progress line every this many steps (trial.log).")
-flags.DEFINE_string("warm_start_from", None, "Checkpoint (or dir) every trial starts from.")
-flags.DEFINE_integer("random_seed", None, "Seed of weights, dropout and data order (each trial).")
-flags.DEFINE_bool("deterministic", False, "Repeatable trials (slower).")
-flags.DEFINE_bool("xla_compile", False, "Compile each trial's training step with XLA.")
-flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"], "Compute in 16 bits.")
-flags.DEFINE_integer("worker_gpu", 0, "GPUs per trial (-1: all visible). With parallel trials, "
-                     "give each its GPU via CUDA_VISIBLE_DEVICES per tuner process.")
-flags.DEFINE_integer("cpu_devices", 0, "Logical CPU devices per trial (testing only).")
-
+# Trainer flags, forwarded to every trial's trainer when given (the trainer's own
+# fields of t2t.config, with help about trials).
+config_flags.define(config.TaskConfig, help={
+    "hparams": "Your overrides for every trial, e.g. 'batch_size=1024'; the values a trial "
+               "samples win over them.",
+    "output_dir": "The study's directory: trial_N/ runs, study.db, the table and plots "
+                  "(default: ~/t2t_train/PROBLEM/MODEL-HPARAMS_SET-HPARAMS_RANGE).",
+})
+config_flags.define(config.DataConfig, only=("generate_data", "tmp_dir"))
+_TRAINER_FIELDS = ("train_steps", "eval_steps", "local_eval_frequency",
+                   "save_checkpoints_steps", "keep_checkpoint_max", "log_every_steps",
+                   "warm_start_from")
+_RUNTIME_FIELDS = ("random_seed", "deterministic", "xla_compile", "mixed_precision",
+                   "worker_gpu", "cpu_devices")
+config_flags.define(config.TrainerConfig, only=_TRAINER_FIELDS, help={
+    "train_steps": "Training steps of each trial.",
+    "local_eval_frequency": "Evaluate (and report to the pruner) every this many steps.",
+    "keep_checkpoint_max": "Checkpoints kept per trial.",
+    "warm_start_from": "Checkpoint (or dir) every trial starts from.",
+})
+config_flags.define(config.RuntimeConfig, only=_RUNTIME_FIELDS, help={
+    "worker_gpu": "GPUs per trial (-1: all visible). With parallel trials, give each its GPU "
+                  "via CUDA_VISIBLE_DEVICES per tuner process.",
+    "cpu_devices": "Logical CPU devices per trial (testing only).",
+})
 # Tuning flags.
-flags.DEFINE_string("hparams_range", None, "Registered ranged hparams set: the search space, "
-                    "e.g. transformer_tiny_range (see --registry_help).")
-flags.DEFINE_string("objective", None, "The eval metric to optimize, e.g. "
-                    "accuracy_per_sequence, neg_log_perplexity, accuracy or loss.")
+config_flags.define(config.TunerConfig)
 flags.DEFINE_bool("maximize", None, "Maximize --objective (default for all but loss-like "
                   "metrics).")
 flags.DEFINE_bool("minimize", None, "Minimize --objective (default for 'loss' and names "
                   "ending in loss, perplexity or error).")
-flags.DEFINE_integer("num_trials", 10, "Stop when the study holds this many finished trials "
-                     "(complete, pruned or failed; counted over all tuner processes).")
-flags.DEFINE_integer("parallel_trials", 1, "Trials this process runs at once.")
-flags.DEFINE_enum("sampler", "tpe", ["tpe", "cmaes", "random"], "How trials pick values: "
-                  "TPE, CMA-ES (float/int ranges; needs the cmaes package) or random.")
-flags.DEFINE_integer("sampler_seed", 0, "Seed of the sampler (trial N uses seed + N).")
-flags.DEFINE_string("study_name", None, "Default: PROBLEM-MODEL-HPARAMS_SET-HPARAMS_RANGE-"
-                    "OBJECTIVE.")
-flags.DEFINE_string("storage", None, "Where the study lives: default sqlite:///OUTPUT_DIR/"
-                    "study.db (one host); for many hosts a database all reach, e.g. "
-                    "postgresql://user:password@host/db.")
-flags.DEFINE_bool("pruning", True, "Stop trials whose evaluations fall below the median of "
-                  "earlier trials at the same step (Optuna's MedianPruner).")
-flags.DEFINE_integer("pruning_startup_trials", 3, "Complete trials before pruning starts.")
-flags.DEFINE_integer("heartbeat_seconds", 10, "Trials of a dead tuner are re-run after 3 "
-                     "heartbeats.")
 
-_FORWARDED = ("train_steps", "eval_steps", "local_eval_frequency", "save_checkpoints_steps",
-              "keep_checkpoint_max", "log_every_steps", "warm_start_from", "random_seed",
-              "deterministic", "xla_compile", "mixed_precision", "worker_gpu", "cpu_devices",
-              "data_mirror", "t2t_usr_dir", "gin_file", "gin_param")
+_COMMON_FORWARDED = ("data_mirror", "t2t_usr_dir", "gin_file", "gin_param")
 _LOSS_LIKE = ("loss", "perplexity", "error")
 
 
@@ -100,7 +75,9 @@ def trainer_args(data_dir: str) -> list[str]:
     args = [f"--problem={FLAGS.problem}", f"--model={FLAGS.model}",
             f"--hparams_set={FLAGS.hparams_set}", f"--data_dir={data_dir}",
             "--schedule=train_and_evaluate"]
-    for name in _FORWARDED:
+    args += config_flags.given(config.TrainerConfig, only=_TRAINER_FIELDS)
+    args += config_flags.given(config.RuntimeConfig, only=_RUNTIME_FIELDS)
+    for name in _COMMON_FORWARDED:
         flag = FLAGS[name]
         if not flag.present:
             continue
@@ -148,25 +125,18 @@ def main(argv: list[str]) -> None:
         search_space.check_ranges(rhp, hparams, FLAGS.hparams_range, FLAGS.hparams_set)
     except (registry.UnknownNameError, HParamsError) as e:
         common_flags.fail(str(e))
-    config = study_lib.TunerConfig(
-        output_dir=output_dir, hparams_range=FLAGS.hparams_range, objective=FLAGS.objective,
-        hparams_set=FLAGS.hparams_set, trainer_args=trainer_args(data_dir),
-        hparams=FLAGS.hparams, direction=direction(FLAGS.objective, FLAGS.maximize,
-                                                   FLAGS.minimize),
-        num_trials=FLAGS.num_trials, parallel_trials=FLAGS.parallel_trials,
-        sampler=FLAGS.sampler, seed=FLAGS.sampler_seed,
-        study_name=FLAGS.study_name or "-".join(
-            (FLAGS.problem, FLAGS.model, FLAGS.hparams_set, FLAGS.hparams_range,
-             FLAGS.objective)),
-        storage=FLAGS.storage, pruning=FLAGS.pruning,
-        pruning_startup_trials=FLAGS.pruning_startup_trials,
-        heartbeat_seconds=FLAGS.heartbeat_seconds,
-    )
+    tuner = config_flags.build(
+        config.TunerConfig, output_dir=output_dir, hparams_set=FLAGS.hparams_set,
+        trainer_args=trainer_args(data_dir), hparams=FLAGS.hparams,
+        direction=direction(FLAGS.objective, FLAGS.maximize, FLAGS.minimize))
+    if not tuner.study_name:
+        tuner.study_name = "-".join((FLAGS.problem, FLAGS.model, FLAGS.hparams_set,
+                                     FLAGS.hparams_range, FLAGS.objective))
     try:
-        study_lib.check_sampler(config, rhp)
+        study_lib.check_sampler(tuner, rhp)
     except study_lib.TunerError as e:
         common_flags.fail(str(e))
-    common = [a for a in config.trainer_args
+    common = [a for a in tuner.trainer_args
               if a.split("=", 1)[0] in ("--data_mirror", "--t2t_usr_dir", "--gin_file",
                                         "--gin_param")]
     if FLAGS.generate_data:
@@ -176,12 +146,12 @@ def main(argv: list[str]) -> None:
     # The trainer checks the problem, model, flags and a sample of the ranges first.
     probe = {r.name: (r.low if r.kind in ("float", "int") else r.values[0])
              for r in rhp.ranges()}
-    _run_checked([sys.executable, "-m", "t2t.bin.t2t_trainer", *config.trainer_args,
+    _run_checked([sys.executable, "-m", "t2t.bin.t2t_trainer", *tuner.trainer_args,
                   f"--output_dir={os.path.join(output_dir, 'dry_run')}",
                   f"--hparams={search_space.merge_overrides(FLAGS.hparams, probe)}",
                   "--dry_run"], "Checking the trial flags (t2t-trainer --dry_run)")
     try:
-        study, completed = study_lib.run_study(config, rhp)
+        study, completed = study_lib.run_study(tuner, rhp)
     except study_lib.TunerError as e:
         if e.study is not None:  # the study ran: show where it stands
             print(report.write_report(e.study, rhp, output_dir, FLAGS.hparams))

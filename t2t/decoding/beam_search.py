@@ -10,27 +10,23 @@ outputs). Beams are reordered by gathering every state tensor along that axis.
 Scores are log-probabilities divided by the length penalty ((5 + length) / 6) ** alpha.
 
 Slot-major state: gathering a [N, ..., L, ...] key/value cache at every step copies
-O(L) memory per token. A state dict may instead hold such caches under `SLOTS`: beam
-search never reorders them. Beam slot j of an example writes position i of its cache
-at step i, and beam search keeps `state[ANCESTRY]`, float32 one-hot [N, L, beam]: for
-each current beam and past position, the slot whose cache holds it (the beam's own
-slot at the current index). The step function attends through it (see
-`attention.MultiHeadAttention`), so a reorder moves only [N, L, beam] floats.
+O(L) memory per token. A state dict may instead hold such caches under `SLOTS` (see
+t2t.models.step_interface): beam search never reorders them, and keeps
+`state[ANCESTRY]`, the slot that holds each position of each hypothesis.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
 
+from t2t.models.step_interface import ANCESTRY, SLOTS, StepFn
+
+__all__ = ["ANCESTRY", "NEG_INF", "SLOTS", "StepFn", "batch_invariants", "beam_search",
+           "length_penalty", "tile_beams"]
+
 NEG_INF = -1.0e7
-
-StepFn = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
-
-SLOTS = "beam_slots"
-ANCESTRY = "beam_ancestry"
 
 
 def length_penalty(length: tf.Tensor | int, alpha: float) -> tf.Tensor:
@@ -67,6 +63,57 @@ def _gather_beams(nest: Any, indices: tf.Tensor, batch_size: tf.Tensor, beam_siz
     return tf.nest.map_structure(gather, nest)
 
 
+class _Beams:
+    """The loop's arithmetic for one batch: B examples, k beams, vocabulary V."""
+
+    def __init__(self, batch_size: tf.Tensor, k: int, length: tf.Tensor, vocab_size: int,
+                 alpha: float, eos_id: int):
+        self.batch_size, self.k, self.length = batch_size, k, length
+        self.vocab_size, self.alpha, self.eos_id = vocab_size, alpha, eos_id
+        self.positions = tf.range(length)
+
+    def candidates(self, i: tf.Tensor, alive_seq: tf.Tensor, alive_log_probs: tf.Tensor,
+                   logits: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        """The 2k best extensions of the alive beams: (sequences [B, 2k, L], scores
+        (penalized) [B, 2k], log-probabilities [B, 2k], their beams [B, 2k], ended [B, 2k])."""
+        b, k, v = self.batch_size, self.k, self.vocab_size
+        log_probs = tf.reshape(tf.nn.log_softmax(tf.cast(logits, tf.float32)), [b, k, v])
+        candidates = alive_log_probs[:, :, None] + log_probs
+        penalty = length_penalty(i + 1, self.alpha)
+        flat_scores = tf.reshape(candidates / penalty, [b, k * v])
+        top_scores, top_ids = tf.math.top_k(flat_scores, k=2 * k)
+        top_beam, top_token = top_ids // v, top_ids % v
+        top_seq = tf.gather(alive_seq, top_beam, batch_dims=1)
+        at_i = tf.cast(tf.equal(self.positions, i), tf.int32)[None, None, :]
+        top_seq = top_seq * (1 - at_i) + top_token[:, :, None] * at_i
+        return (top_seq, top_scores, top_scores * penalty, top_beam,
+                tf.equal(top_token, self.eos_id))
+
+    def keep_finished(self, finished: tuple[tf.Tensor, tf.Tensor, tf.Tensor],
+                      top_seq: tf.Tensor, top_scores: tf.Tensor, top_finished: tf.Tensor
+                      ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """The k best of the finished hypotheses and the candidates that just ended."""
+        finished_seq, finished_scores, finished_flags = finished
+        just_finished = tf.where(top_finished, top_scores, NEG_INF)
+        all_seq = tf.concat([finished_seq, top_seq], axis=1)
+        all_scores = tf.concat([finished_scores, just_finished], axis=1)
+        all_flags = tf.concat([finished_flags, top_finished], axis=1)
+        best_scores, best = tf.math.top_k(all_scores, k=self.k)
+        return (tf.gather(all_seq, best, batch_dims=1), best_scores,
+                tf.gather(all_flags, best, batch_dims=1))
+
+    def bound_met(self, alive_log_probs: tf.Tensor, finished_scores: tf.Tensor,
+                  finished_flags: tf.Tensor) -> tf.Tensor:
+        """Whether no alive beam can beat the worst finished one (the penalty only grows
+        with length, so an alive beam's best final score is known)."""
+        best_alive = alive_log_probs[:, 0] / length_penalty(self.length, self.alpha)
+        worst_finished = tf.reduce_min(
+            tf.where(finished_flags, finished_scores, tf.zeros_like(finished_scores)), axis=1
+        )
+        worst_finished = tf.where(tf.reduce_any(finished_flags, axis=1), worst_finished, NEG_INF)
+        return tf.reduce_all(worst_finished > best_alive)
+
+
 def beam_search(
     step_fn: StepFn,
     state: Any,
@@ -86,12 +133,12 @@ def beam_search(
     """
     k = beam_size
     length = tf.cast(decode_length, tf.int32)
+    beams = _Beams(batch_size, k, length, vocab_size, alpha, eos_id)
     alive_seq = tf.zeros([batch_size, k, length], tf.int32)
     alive_log_probs = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch_size, 1])
     finished_seq = tf.zeros([batch_size, k, length], tf.int32)
     finished_scores = tf.fill([batch_size, k], NEG_INF)
     finished_flags = tf.zeros([batch_size, k], tf.bool)
-    positions = tf.range(length)
     slotted = isinstance(state, dict) and SLOTS in state
     if slotted:
         own_slot = tf.one_hot(tf.tile(tf.range(k), [batch_size]), k)[:, None, :]  # [N, 1, K]
@@ -100,50 +147,24 @@ def beam_search(
     def body(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_flags, state):
         previous = tf.where(i > 0, tf.gather(alive_seq, tf.maximum(i - 1, 0), axis=2), 0)
         if slotted:  # each beam writes position i into its own slot
-            at_i = tf.equal(positions, i)[None, :, None]
+            at_i = tf.equal(beams.positions, i)[None, :, None]
             state = {**state, ANCESTRY: tf.where(at_i, own_slot, state[ANCESTRY])}
         logits, state = step_fn(tf.reshape(previous, [-1]), i, state)
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-        log_probs = tf.reshape(log_probs, [batch_size, k, vocab_size])
-        candidates = alive_log_probs[:, :, None] + log_probs
-        penalty = length_penalty(i + 1, alpha)
-        flat_scores = tf.reshape(candidates / penalty, [batch_size, k * vocab_size])
-        top_scores, top_ids = tf.math.top_k(flat_scores, k=2 * k)
-        top_beam = top_ids // vocab_size
-        top_token = top_ids % vocab_size
-        top_log_probs = top_scores * penalty
-        top_seq = tf.gather(alive_seq, top_beam, batch_dims=1)
-        at_i = tf.cast(tf.equal(positions, i), tf.int32)[None, None, :]
-        top_seq = top_seq * (1 - at_i) + top_token[:, :, None] * at_i
-        top_finished = tf.equal(top_token, eos_id)
-
+        top_seq, top_scores, top_log_probs, top_beam, top_finished = beams.candidates(
+            i, alive_seq, alive_log_probs, logits)
         # The k best of the 2k candidates that did not just end continue.
         alive_scores = tf.where(top_finished, NEG_INF, top_log_probs)
         _, keep = tf.math.top_k(alive_scores, k=k)
         new_alive_seq = tf.gather(top_seq, keep, batch_dims=1)
         new_alive_log_probs = tf.gather(alive_scores, keep, batch_dims=1)
         state = _gather_beams(state, tf.gather(top_beam, keep, batch_dims=1), batch_size, k)
-
-        # Finished: the k best of the old finished and the candidates that just ended.
-        just_finished = tf.where(top_finished, top_scores, NEG_INF)
-        all_seq = tf.concat([finished_seq, top_seq], axis=1)
-        all_scores = tf.concat([finished_scores, just_finished], axis=1)
-        all_flags = tf.concat([finished_flags, top_finished], axis=1)
-        best_scores, best = tf.math.top_k(all_scores, k=k)
-        finished_seq = tf.gather(all_seq, best, batch_dims=1)
-        finished_flags = tf.gather(all_flags, best, batch_dims=1)
-        return (i + 1, new_alive_seq, new_alive_log_probs, finished_seq, best_scores,
-                finished_flags, state)
+        finished = beams.keep_finished((finished_seq, finished_scores, finished_flags),
+                                       top_seq, top_scores, top_finished)
+        return (i + 1, new_alive_seq, new_alive_log_probs, *finished, state)
 
     def not_done(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_flags, state):
-        # Best possible final score of an alive beam (the penalty only grows with length).
-        best_alive = alive_log_probs[:, 0] / length_penalty(length, alpha)
-        worst_finished = tf.reduce_min(
-            tf.where(finished_flags, finished_scores, tf.zeros_like(finished_scores)), axis=1
-        )
-        worst_finished = tf.where(tf.reduce_any(finished_flags, axis=1), worst_finished, NEG_INF)
-        bound_met = tf.reduce_all(worst_finished > best_alive)
-        return tf.logical_and(i < length, tf.logical_not(bound_met))
+        return tf.logical_and(i < length, tf.logical_not(
+            beams.bound_met(alive_log_probs, finished_scores, finished_flags)))
 
     loop_vars = (tf.constant(0), alive_seq, alive_log_probs, finished_seq, finished_scores,
                  finished_flags, state)

@@ -21,103 +21,26 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
 import numpy as np
 from absl import logging
 
-from t2t.hparams.hparams import HParams, HParamsError
+from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
+from t2t.decoding import settings as settings_lib
+from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
+from t2t.features import EOS_ID, PAD_ID
+from t2t.hparams.hparams import HParams
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
-from t2t.registry import close_matches
 
-EOS_ID = text_encoder.EOS_ID
-PAD_ID = text_encoder.PAD_ID
-# max_input_length when neither the decode hparams nor the model's hparams set one.
-DEFAULT_MAX_INPUT_LENGTH = 1024
 # Lines read (and sorted by length) at a time by decode_file: bounds the memory.
 FILE_CHUNK_LINES = 10_000
 
 
 class DecodeError(ValueError):
     """A decoding request that cannot be served (missing checkpoint, bad settings...)."""
-
-
-class DecodeHParamsError(HParamsError):
-    """A bad --decode_hparams string."""
-
-
-@dataclasses.dataclass
-class DecodeHParams:
-    """Settings of a decoding run (`--decode_hparams="beam_size=4,alpha=0.6"`).
-
-    beam_size: 1 is greedy (or sampling, with temperature > 0); more is beam search.
-    alpha: the beam search's length penalty exponent ((5 + length) / 6) ** alpha.
-    extra_length: tokens decoded beyond the longest input of a batch.
-    batch_size: inputs decoded together.
-    return_beams: write every beam (beam_size of them), tab-separated, best first.
-    write_beam_scores: write each output's score after it (tab-separated).
-    temperature, top_k, top_p: sampling (beam_size=1 only); temperature 0 is greedy.
-    max_input_length: inputs are cut to this many tokens (before EOS); 0 takes the
-      model's hparams.max_length, or DEFAULT_MAX_INPUT_LENGTH when that is 0 too.
-    """
-
-    beam_size: int = 4
-    alpha: float = 0.6
-    extra_length: int = 50
-    batch_size: int = 32
-    return_beams: bool = False
-    write_beam_scores: bool = False
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    max_input_length: int = 0
-
-    @classmethod
-    def parse(cls, text: str | None) -> DecodeHParams:
-        """The defaults overridden by "name=value,..." (values type-checked)."""
-        defaults = dataclasses.asdict(cls())
-        hp = HParams(**defaults)
-        for part in (text or "").split(","):
-            name = part.split("=", 1)[0].strip()
-            if name and "=" in part and name not in defaults:
-                matches = close_matches(name, defaults)
-                hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
-                raise DecodeHParamsError(
-                    f"Unknown decode hparam {name!r}.{hint} Known: {', '.join(defaults)}."
-                )
-        try:
-            hp.parse(text or "")
-        except HParamsError as e:
-            raise DecodeHParamsError(f"--decode_hparams={text!r}: {e}") from None
-        result = cls(**hp.values())
-        result.validate()
-        return result
-
-    def validate(self) -> None:
-        problems = []
-        if self.beam_size < 1:
-            problems.append(f"beam_size={self.beam_size} (need >= 1)")
-        if self.batch_size < 1:
-            problems.append(f"batch_size={self.batch_size} (need >= 1)")
-        if self.extra_length < 0:
-            problems.append(f"extra_length={self.extra_length} (need >= 0)")
-        if self.temperature < 0:
-            problems.append(f"temperature={self.temperature} (need >= 0)")
-        if self.top_k < 0:
-            problems.append(f"top_k={self.top_k} (need >= 0)")
-        if not 0.0 < self.top_p <= 1.0:
-            problems.append(f"top_p={self.top_p} (need 0 < top_p <= 1)")
-        if self.max_input_length < 0:
-            problems.append(f"max_input_length={self.max_input_length} (need >= 0)")
-        if self.temperature > 0 and self.beam_size > 1:
-            problems.append("temperature > 0 samples, which needs beam_size=1")
-        if problems:
-            raise DecodeHParamsError(f"Bad decode hparams: {'; '.join(problems)}.")
-
-    def to_string(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in dataclasses.asdict(self).items())
 
 
 @dataclasses.dataclass
@@ -130,31 +53,15 @@ class DecodeResult:
 
 
 # ---------------------------------------------------------------- the model
-def _no_checkpoint(path: str, why: str = "") -> DecodeError:
-    return DecodeError(
-        f"no checkpoint in {path}{why}: train first with t2t-trainer --output_dir={path} ... "
-        f"or pass --checkpoint_path (a run directory or a prefix such as DIR/ckpt-1000)"
-    )
-
-
 def resolve_checkpoint(checkpoint_path: str) -> str:
-    """A checkpoint prefix from a prefix or a directory (its latest checkpoint)."""
-    path = os.path.expanduser(checkpoint_path)
-    if "://" not in path:  # a local path: say what is missing without starting TensorFlow
-        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "checkpoint")):
-            raise _no_checkpoint(path)
-        if not os.path.exists(path) and not os.path.exists(path + ".index"):
-            raise _no_checkpoint(path, " (no such directory or checkpoint prefix)")
-    import tensorflow as tf
+    """A checkpoint prefix from a prefix or a directory (its latest checkpoint);
+    DecodeError when there is none."""
+    from t2t.models import checkpoints
 
-    if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path)
-        if not latest:
-            raise _no_checkpoint(path)
-        return latest
-    if not tf.io.gfile.exists(path + ".index"):
-        raise _no_checkpoint(path, f" (no {os.path.basename(path)}.index)")
-    return path
+    try:
+        return checkpoints.resolve_checkpoint(checkpoint_path)
+    except checkpoints.NoCheckpointError as e:
+        raise DecodeError(str(e)) from None
 
 
 def load_model(
@@ -167,27 +74,21 @@ def load_model(
     """The model built in PREDICT mode with its weights from `checkpoint_path`.
 
     `checkpoint_path` is a checkpoint prefix (DIR/ckpt-1000) or a run directory (its
-    latest checkpoint). DecodeError when there is no checkpoint or it does not fit
-    the model (other hparams than at training).
+    latest checkpoint), written by any t2t version. DecodeError when there is no
+    checkpoint or it does not fit the model (other hparams than at training).
     """
-    import tensorflow as tf
-
-    from t2t.models import t2t_model
-    from t2t.trainer.trainer import dummy_features
+    from t2t.models import checkpoints, t2t_model
 
     path = resolve_checkpoint(checkpoint_path)
     problem_hparams = problem.hparams(data_dir)
     model = t2t_model.create_model(model_name, hparams, problem_lib.PREDICT, problem_hparams)
-    model.build_for(dummy_features(problem_hparams))
-    from t2t.trainer import run_dir
-
-    damaged = run_dir.damaged_checkpoint_message(path)
+    model.build_weights()
+    damaged = checkpoints.damaged_checkpoint_message(path)
     if damaged:
         raise DecodeError(damaged)
     try:
-        status = tf.train.Checkpoint(model=model).read(path)
-        status.assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        status = checkpoints.restore(path, model)
+    except checkpoints.CheckpointError as e:
         raise DecodeError(
             f"The checkpoint {path} does not match model {model_name!r} with these hparams "
             f"(use the --hparams_set/--hparams it was trained with): {str(e)[:300]}"
@@ -273,8 +174,13 @@ class Decoder:
         model: Any,
         data_dir: str | None,
         decode_hparams: DecodeHParams | None = None,
+        *,
+        infer_fn: Callable[..., dict[str, Any]] | None = None,
     ):
+        """`infer_fn(model, features, decode_length, **settings.infer_args())` decodes a
+        batch; default `t2t.decoding.infer.infer` (a stand-in can replace it in tests)."""
         self.problem, self.model, self.data_dir = problem, model, data_dir
+        self.infer_fn = infer_fn
         self.decode_hparams = dhp = decode_hparams or DecodeHParams()
         dhp.validate()
         self.problem_hparams = model.problem_hparams
@@ -285,15 +191,11 @@ class Decoder:
                 f"inputs into targets."
             )
         self.inputs_modality = modality["inputs"]
-        self.is_class_label = modality.get("targets") == problem_lib.Modality.CLASS_LABEL
+        self.is_class_label = self.problem_hparams.is_classifier
         self.encoders = problem.feature_encoders(data_dir)
-        hparams = getattr(model, "hparams", None)
-        model_max = hparams.get("max_length", 0) if hparams is not None else 0
-        self.max_input_length = dhp.max_input_length or model_max or DEFAULT_MAX_INPUT_LENGTH
-        top_beams = dhp.beam_size if dhp.return_beams else 1
-        if self.is_class_label:
-            top_beams = min(top_beams, self.problem_hparams.vocab_size.get("targets") or 1)
-        self.top_beams = top_beams
+        self.settings = settings_lib.resolve(dhp, model)
+        self.max_input_length = self.settings.max_input_length
+        self.top_beams = self.settings.top_beams
         self._infer = None
 
     # -------------------------------------------------------------- the model
@@ -302,31 +204,25 @@ class Decoder:
         if self._infer is None:
             import tensorflow as tf
 
-            dhp, model = self.decode_hparams, self.model
+            from t2t.decoding import infer as infer_lib
+
+            model, infer_args = self.model, self.settings.infer_args()
+            infer_fn = self.infer_fn or infer_lib.infer
             if self.inputs_modality == problem_lib.Modality.SYMBOL:
                 spec = tf.TensorSpec([None, None], tf.int32)
             else:
                 spec = None
 
             def infer(inputs, decode_length):
-                return model.infer(
-                    {"inputs": inputs}, decode_length, beam_size=dhp.beam_size,
-                    top_beams=self.top_beams, alpha=dhp.alpha, temperature=dhp.temperature,
-                    top_k=dhp.top_k, top_p=dhp.top_p,
-                )
+                return infer_fn(model, {"inputs": inputs}, decode_length, **infer_args)
 
             signature = None if spec is None else [spec, tf.TensorSpec([], tf.int32)]
             self._infer = tf.function(infer, input_signature=signature, reduce_retracing=True)
         return self._infer
 
-    def _decode_targets(self, ids: np.ndarray) -> str:
-        encoder = self.encoders.get("targets")
-        if self.is_class_label:
-            label = int(np.asarray(ids).reshape(-1)[0])
-            return encoder.decode([label]) if encoder is not None else str(label)
-        if encoder is None:
-            return " ".join(str(i) for i in text_encoder.strip_extraneous(ids))
-        return encoder.decode(ids, strip_extraneous=True)
+    def target_text(self, ids: np.ndarray) -> str:
+        """Output ids as text (class name, or text up to EOS): what results hold."""
+        return settings_lib.target_text(ids, self.encoders.get("targets"), self.is_class_label)
 
     def _run_batch(self, batch: list[np.ndarray]) -> list[DecodeResult]:
         if self.inputs_modality == problem_lib.Modality.SYMBOL:
@@ -337,14 +233,14 @@ class Decoder:
         else:
             longest = 0
             inputs = np.stack(batch)
-        decode_length = np.int32(longest + self.decode_hparams.extra_length)
+        decode_length = np.int32(longest + self.settings.extra_length)
         result = self._infer_fn()(inputs, decode_length)
         outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
         if scores.ndim == 1:  # one beam: [B, L] and [B]
             outputs, scores = outputs[:, None], scores[:, None]
         decoded = []
         for row in range(len(batch)):
-            beams = [(self._decode_targets(outputs[row, k]), float(scores[row, k]))
+            beams = [(self.target_text(outputs[row, k]), float(scores[row, k]))
                      for k in range(outputs.shape[1])]
             decoded.append(DecodeResult(text=beams[0][0], score=beams[0][1], beams=beams))
         return decoded
@@ -463,7 +359,7 @@ class Decoder:
         if modality == problem_lib.Modality.IMAGE:
             return f"<image {'x'.join(str(d) for d in value.shape)}>"
         if modality == problem_lib.Modality.CLASS_LABEL:
-            return self._decode_targets(value)
+            return self.target_text(value)
         encoder = self.encoders.get(name)
         if encoder is None:
             return " ".join(str(i) for i in text_encoder.strip_extraneous(value))

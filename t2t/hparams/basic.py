@@ -46,6 +46,7 @@ def basic_params1() -> HParams:
         optimizer_adafactor_clipping_threshold=1.0,
         optimizer_adafactor_multiply_by_parameter_scale=True,
         weight_decay=1e-6,
+        optimizer_multistep_accumulate_steps=0,  # steps per update (0/1: every step)
         # Learning rate: the product of the factors named in learning_rate_schedule.
         learning_rate_schedule="legacy",
         learning_rate_constant=1.0,
@@ -55,6 +56,7 @@ def basic_params1() -> HParams:
         learning_rate_minimum=None,
         learning_rate_decay_rate=1.0,
         learning_rate_warmup_steps=100,
+        learning_rate_warmup_schedule="exp",  # legacy schedule's warmup: "exp" or "linear"
         learning_rate_cosine_cycle_steps=250000,
         learning_rate=0.1,
         # Decoding defaults.
@@ -84,6 +86,7 @@ def basic_params1() -> HParams:
         # Numerics.
         activation_dtype="float32",
         weight_dtype="float32",
+        mixed_precision_optimizer_init_loss_scale=2**15,  # float16 loss scaling
     )
 
 

@@ -28,6 +28,14 @@ class HParamsError(ValueError):
     """A bad hyperparameter name, value or override string."""
 
 
+class MissingHParamError(AttributeError):
+    """Reading an hparam the set does not define; `hparam_name` names it."""
+
+    def __init__(self, message: str, hparam_name: str):
+        super().__init__(message)
+        self.hparam_name = hparam_name
+
+
 def _check_plain(name: str, value: Any) -> None:
     if isinstance(value, (list, tuple)):
         for item in value:
@@ -181,7 +189,13 @@ class HParams:
         values = object.__getattribute__(self, "_values")
         if name in values:
             return values[name]
-        raise AttributeError(f"HParams has no hparam {name!r}")
+        if name.startswith("__"):  # copy, pickle and friends probe for dunder methods
+            raise AttributeError(name)
+        matches = close_matches(name, values)
+        hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+        raise MissingHParamError(
+            f"HParams has no hparam {name!r}.{hint} Use an hparams set that defines it (the "
+            f"model's base set), or add it in your set with add_hparam.", name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # `hp.x = v` on an existing key keeps the type check; a new key is added.

@@ -14,24 +14,30 @@ import tensorflow as tf
 
 from t2t.layers import common
 
-_NEG_INF = -1e9
+NEG_INF = -1e9  # the bias that hides a position
 
 
 def padding_bias(nonpadding: tf.Tensor) -> tf.Tensor:
     """[B, 1, 1, Tk] bias hiding memory positions where `nonpadding` [B, Tk] is 0."""
-    return (1.0 - tf.cast(nonpadding, tf.float32))[:, None, None, :] * _NEG_INF
+    return (1.0 - tf.cast(nonpadding, tf.float32))[:, None, None, :] * NEG_INF
+
+
+def visible_bias(length: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """[1, 1, 1, L] bias letting one query at position `index` attend to positions <= index
+    of an L-long cache (incremental decoding)."""
+    return tf.where(tf.range(length) <= index, 0.0, NEG_INF)[None, None, None, :]
 
 
 def causal_bias(length: int | tf.Tensor) -> tf.Tensor:
     """[1, 1, T, T] bias letting position i attend to positions <= i only."""
     lower = tf.linalg.band_part(tf.ones([length, length]), -1, 0)
-    return ((1.0 - lower) * _NEG_INF)[None, None, :, :]
+    return ((1.0 - lower) * NEG_INF)[None, None, :, :]
 
 
 def segment_bias(query_segment: tf.Tensor, memory_segment: tf.Tensor) -> tf.Tensor:
     """[B, 1, Tq, Tk] bias keeping packed examples apart (equal segment ids only)."""
     same = tf.equal(query_segment[:, :, None], memory_segment[:, None, :])
-    return (1.0 - tf.cast(same, tf.float32))[:, None, :, :] * _NEG_INF
+    return (1.0 - tf.cast(same, tf.float32))[:, None, :, :] * NEG_INF
 
 
 def embedding_to_nonpadding(embedded: tf.Tensor) -> tf.Tensor:
@@ -102,8 +108,9 @@ class MultiHeadAttention(common.Layer):
     `call(query [B, Tq, H], memory [B, Tk, H] or None for self-attention, bias)`
     returns [B, Tq, H]. With `cache` (a dict holding "k" and "v" [B, N, L, D] for a
     self-attention layer, filled up to `decode_index`), the query is one new position
-    [B, 1, H]: its key and value are written at `decode_index` and attention reads the
-    whole buffer, so earlier positions are never recomputed. With `beam_ancestry`
+    [B, 1, H]: its key and value are written at `decode_index`, attention reads the
+    whole buffer, so earlier positions are never recomputed, and the call returns
+    (output, the cache with the new "k" and "v"). With `beam_ancestry`
     (beam search's slot-major cache, see `decoding.beam_search`), row b of the cache is
     a beam slot, not a hypothesis: position t of hypothesis b is read from the slot
     that `beam_ancestry[b, t]` (one-hot [B, L, beam]) names.
@@ -139,9 +146,6 @@ class MultiHeadAttention(common.Layer):
         self.v = dense(value_channels, "v")
         self.output_transform = dense(hidden_size, "output_transform")
         self.dropout = keras.layers.Dropout(dropout)
-        # Keras' __call__ would copy dict arguments (converting their tensors), so the
-        # key/value writes into `cache` would be lost; pass arguments through as given.
-        self._convert_input_args = False
 
     def _split_heads(self, x: tf.Tensor, depth: int) -> tf.Tensor:
         shape = tf.shape(x)
@@ -162,7 +166,7 @@ class MultiHeadAttention(common.Layer):
         decode_index: tf.Tensor | None = None,
         memory_kv: tuple[tf.Tensor, tf.Tensor] | None = None,
         beam_ancestry: tf.Tensor | None = None,
-    ) -> tf.Tensor:
+    ) -> tf.Tensor | tuple[tf.Tensor, dict[str, tf.Tensor]]:
         q = self._split_heads(self.q(query), self.key_depth)
         q *= tf.cast(self.key_depth**-0.5, q.dtype)
         if memory_kv is not None:
@@ -171,9 +175,9 @@ class MultiHeadAttention(common.Layer):
             k, v = self.project_memory(query if memory is None else memory)
         if cache is not None:
             # Write this step's key/value at decode_index; the buffer holds the past.
-            cache["k"] = write_position(cache["k"], k, decode_index)
-            cache["v"] = write_position(cache["v"], v, decode_index)
-            k, v = cache["k"], cache["v"]
+            k = write_position(cache["k"], k, decode_index)
+            v = write_position(cache["v"], v, decode_index)
+            cache = {**cache, "k": k, "v": v}
         if bias is not None and bias.shape.rank == 4 and bias.shape[0] == 1:
             # Same broadcast, rank 3: with oneDNN (TensorFlow's default on x86) adding a
             # [1, 1, Tq, Tk] bias to the [B, N, Tq, Tk] logits was ~100x slower than the
@@ -191,4 +195,5 @@ class MultiHeadAttention(common.Layer):
         out = tf.transpose(out, [0, 2, 1, 3])
         shape = tf.shape(out)
         out = tf.reshape(out, [shape[0], shape[1], self.num_heads * self.value_depth])
-        return self.output_transform(out)
+        out = self.output_transform(out)
+        return out if cache is None else (out, cache)

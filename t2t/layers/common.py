@@ -25,7 +25,7 @@ def initializer(hparams: Any) -> keras.initializers.Initializer:
     "uniform_unit_scaling" is Tensor2Tensor's default for most models: variance scaling
     with fan-in and a uniform distribution (as tf.uniform_unit_scaling_initializer).
     """
-    name, gain = hparams.get("initializer", "uniform_unit_scaling"), hparams.get("initializer_gain", 1.0)
+    name, gain = hparams.initializer, hparams.initializer_gain
     if name == "uniform_unit_scaling":
         return keras.initializers.VarianceScaling(gain, mode="fan_avg", distribution="uniform")
     if name == "normal_unit_scaling":
@@ -55,11 +55,11 @@ def clone_initializer(init: Any) -> Any:
 
 def make_norm(hparams: Any, name: str) -> keras.layers.Layer:
     """The normalization layer hparams.norm_type names ("layer", "batch", "none")."""
-    norm_type = hparams.get("norm_type", "layer")
+    norm_type = hparams.norm_type
     if norm_type == "layer":
-        return keras.layers.LayerNormalization(epsilon=hparams.get("norm_epsilon", 1e-6), name=name)
+        return keras.layers.LayerNormalization(epsilon=hparams.norm_epsilon, name=name)
     if norm_type == "batch":
-        return keras.layers.BatchNormalization(epsilon=hparams.get("norm_epsilon", 1e-6), name=name)
+        return keras.layers.BatchNormalization(epsilon=hparams.norm_epsilon, name=name)
     if norm_type == "none":
         return keras.layers.Identity(name=name)
     raise ValueError(f"Unknown norm_type {norm_type!r}: use layer, batch or none.")

@@ -1,6 +1,6 @@
 """Modalities: how a feature enters a model (bottom), leaves it (top) and is scored (loss).
 
-A problem's hparams name one modality per feature (t2t.problems.problem.Modality);
+A problem's hparams name one modality per feature (t2t.features.Modality);
 T2TModel builds them with `create_modality`, so a model body only sees dense tensors:
   symbol       ids [B, T] -> [B, T, H];  body [B, T, H] -> logits [B, T, V]
   class_label  ids [B, 1] -> [B, 1, H];  body [B, ..., H] -> logits [B, 1, C]
@@ -19,13 +19,14 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t import features
 from t2t.layers import common
 
-SYMBOL = "symbol"
-CLASS_LABEL = "class_label"
-IMAGE = "image"
-REAL = "real"
-IDENTITY = "identity"
+SYMBOL = features.Modality.SYMBOL
+CLASS_LABEL = features.Modality.CLASS_LABEL
+IMAGE = features.Modality.IMAGE
+REAL = features.Modality.REAL
+IDENTITY = features.Modality.IDENTITY
 
 
 def smoothed_cross_entropy(logits: tf.Tensor, labels: tf.Tensor, vocab_size: int, label_smoothing: float) -> tf.Tensor:
@@ -83,7 +84,7 @@ class SymbolModality(Modality):
             shape=(vocab_size, self.hidden_size),
             initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5),
         )
-        self.share_softmax = bool(hparams.get("shared_embedding_and_softmax_weights", False))
+        self.share_softmax = bool(hparams.shared_embedding_and_softmax_weights)
         # Only a targets modality projects to logits; an inputs one needs no softmax.
         if with_softmax and not self.share_softmax:
             self.softmax_weights = self.add_weight(
@@ -91,7 +92,7 @@ class SymbolModality(Modality):
                 shape=(vocab_size, self.hidden_size),
                 initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5),
             )
-        self.symbol_dropout = hparams.get("symbol_dropout", 0.0)
+        self.symbol_dropout = hparams.symbol_dropout
 
     def bottom(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         ids = tf.cast(x, tf.int32)
@@ -100,7 +101,7 @@ class SymbolModality(Modality):
             ids = tf.where(keep, ids, tf.zeros_like(ids))
         embedding = tf.cast(self.embedding, self.compute_dtype)
         out = tf.gather(embedding, ids)
-        if self.hparams.get("multiply_embedding_mode", "sqrt_depth") == "sqrt_depth":
+        if self.hparams.multiply_embedding_mode == "sqrt_depth":
             out *= tf.cast(self.hidden_size**0.5, out.dtype)
         # Padding positions embed to zero (Tensor2Tensor does the same).
         return out * tf.cast(tf.not_equal(ids, 0), out.dtype)[..., None]

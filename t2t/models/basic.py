@@ -14,10 +14,10 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.features import Modality, ProblemHParams
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 
 
 def flatten_inputs(x: tf.Tensor) -> tf.Tensor:
@@ -58,7 +58,7 @@ class BasicFcRelu(t2t_model.T2TModel):
         self,
         hparams: HParams,
         mode: str = t2t_model.TRAIN,
-        problem_hparams: problem_lib.ProblemHParams | None = None,
+        problem_hparams: ProblemHParams | None = None,
         **kwargs: Any,
     ):
         super().__init__(hparams, mode, problem_hparams, **kwargs)
@@ -66,7 +66,7 @@ class BasicFcRelu(t2t_model.T2TModel):
         if "inputs" not in self.problem_hparams.modality:
             raise ValueError("basic_fc_relu needs a problem with inputs.")
         targets = self.problem_hparams.modality.get("targets")
-        if targets not in (problem_lib.Modality.CLASS_LABEL, problem_lib.Modality.REAL):
+        if targets not in (Modality.CLASS_LABEL, Modality.REAL):
             raise ValueError(
                 f"basic_fc_relu predicts one label (or vector) per example, but the problem's "
                 f"targets are {targets!r} sequences: use transformer or lstm_seq2seq."

@@ -33,10 +33,10 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.features import ProblemHParams
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
-from t2t.problems.problem import ProblemHParams
 
 State = list[tuple[tf.Tensor, tf.Tensor]]  # per layer (h, c), each [B, units]
 
@@ -155,6 +155,13 @@ class LSTMEncoder(keras.layers.Layer):
         return outputs, states, mask
 
 
+def _lstm_cell(z: tf.Tensor, c: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """One LSTM update from the gate pre-activations z [B, 4U] (i, f, g, o) and cell c."""
+    i, f, g, o = tf.split(z, 4, axis=-1)
+    c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
+    return tf.sigmoid(o) * tf.tanh(c), c
+
+
 class AttentionDecoder(keras.layers.Layer):
     """LSTM stack wrapped in attention over a memory (tf.contrib.seq2seq.AttentionWrapper).
 
@@ -220,6 +227,20 @@ class AttentionDecoder(keras.layers.Layer):
             "attention_layer", (units + memory_size, self.attention_size)
         )
 
+    def _dropout_masks(self, steps: tf.Tensor, batch: tf.Tensor, dtype: Any) -> list[tf.Tensor]:
+        """Dropout masks [T, B, n] of the fed-back attention and of the upper layers' inputs."""
+        widths = [self.attention_size] + [self.units] * (self.num_layers - 1)
+        return [self.mask_dropout(tf.ones([steps, batch, w], dtype), training=True)
+                for w in widths]
+
+    def _scorer(self, keys: tf.Tensor, cast: Any) -> Any:
+        """query [B, U] -> attention scores [B, S] over `keys` [B, S, U] (the mechanism's)."""
+        if self.mechanism == "bahdanau":
+            query_kernel, attention_v = cast(self.query_kernel), cast(self.attention_v)
+            return lambda query: tf.reduce_sum(
+                attention_v * tf.tanh(keys + tf.matmul(query, query_kernel)[:, None, :]), axis=-1)
+        return lambda query: tf.einsum("bu,bsu->bs", query, keys)
+
     def call(
         self,
         inputs: tf.Tensor,
@@ -238,8 +259,7 @@ class AttentionDecoder(keras.layers.Layer):
         attention_kernel = cast(self.attention_kernel)
         memory = tf.cast(memory, dtype)
         keys = tf.einsum("bsd,du->bsu", memory, cast(self.memory_kernel))
-        if self.mechanism == "bahdanau":
-            query_kernel, attention_v = cast(self.query_kernel), cast(self.attention_v)
+        score = self._scorer(keys, cast)
         batch, steps = tf.shape(inputs)[0], tf.shape(inputs)[1]
         dropping = bool(training) and self.dropout_rate > 0
 
@@ -249,40 +269,24 @@ class AttentionDecoder(keras.layers.Layer):
             tf.einsum("bti,ig->btg", x, kernels[0][: self.input_size]) + biases[0], [1, 0, 2]
         )
         feed_kernel = kernels[0][self.input_size :]
-        # Dropout masks of the fed-back attention and of the upper layers' inputs: [T, B, n].
-        masks = []
-        if dropping:
-            widths = [self.attention_size] + [self.units] * (self.num_layers - 1)
-            masks = [
-                self.mask_dropout(tf.ones([steps, batch, w], dtype), training=True) for w in widths
-            ]
+        masks = self._dropout_masks(steps, batch, dtype) if dropping else []
         score_mask = tf.cast(memory_mask, tf.bool)
-
-        def lstm_cell(z: tf.Tensor, c: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-            i, f, g, o = tf.split(z, 4, axis=-1)
-            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(g)
-            return tf.sigmoid(o) * tf.tanh(c), c
 
         def step(t, hs, cs, attention, outputs, alignments):
             feed = attention * masks[0][t] if dropping else attention
             z = projected[t] + tf.matmul(feed, feed_kernel) + tf.matmul(hs[0], recurrent[0])
             new_hs, new_cs = [], []
-            h, c = lstm_cell(z, cs[0])
+            h, c = _lstm_cell(z, cs[0])
             new_hs.append(h)
             new_cs.append(c)
             for i in range(1, self.num_layers):
                 below = h * masks[i][t] if dropping else h
                 z = tf.matmul(below, kernels[i]) + tf.matmul(hs[i], recurrent[i]) + biases[i]
-                h, c = lstm_cell(z, cs[i])
+                h, c = _lstm_cell(z, cs[i])
                 new_hs.append(h)
                 new_cs.append(c)
             query = h
-            if self.mechanism == "bahdanau":
-                processed = tf.matmul(query, query_kernel)[:, None, :]
-                scores = tf.reduce_sum(attention_v * tf.tanh(keys + processed), axis=-1)
-            else:
-                scores = tf.einsum("bu,bsu->bs", query, keys)
-            scores = tf.where(score_mask, tf.cast(scores, tf.float32), -1e9)
+            scores = tf.where(score_mask, tf.cast(score(query), tf.float32), -1e9)
             align = tf.cast(tf.nn.softmax(scores, axis=-1), dtype)
             context = tf.einsum("bs,bsd->bd", align, memory)
             attention = tf.matmul(tf.concat([query, context], axis=-1), attention_kernel)
@@ -339,16 +343,16 @@ class _LSTMSeq2seqBase(t2t_model.T2TModel):
         # A bidirectional encoder's concatenated states start a decoder twice as wide.
         units = hidden * (2 if self.bidirectional else 1)
         if self.attention:
-            num_heads = hp.get("num_heads", 1)
+            num_heads = hp.num_heads
             self.decoder = AttentionDecoder(
                 units,
                 layers,
                 input_size=hidden,
                 memory_size=self.encoder.output_size,
-                mechanism=hp.get("attention_mechanism", "bahdanau"),
-                attention_layer_size=hp.get("attention_layer_size", hidden),
+                mechanism=hp.attention_mechanism,
+                attention_layer_size=hp.attention_layer_size,
                 num_heads=num_heads,
-                output_attention=hp.get("output_attention", True),
+                output_attention=hp.output_attention,
                 dropout=dropout,
                 hparams=hp,
                 name="decoder",

@@ -48,10 +48,10 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.features import ProblemHParams
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 
 BATCH_NORM_DECAY = 0.9
 BATCH_NORM_EPSILON = 1e-5
@@ -263,7 +263,7 @@ class Resnet(t2t_model.T2TModel):
         self,
         hparams: HParams,
         mode: str = t2t_model.TRAIN,
-        problem_hparams: problem_lib.ProblemHParams | None = None,
+        problem_hparams: ProblemHParams | None = None,
         **kwargs: Any,
     ):
         super().__init__(hparams, mode, problem_hparams, **kwargs)
@@ -281,7 +281,7 @@ class Resnet(t2t_model.T2TModel):
                 pool_size=3, strides=2, padding="same", name="initial_max_pool"
             )
         )
-        ratios = list(hp.get("bottleneck_ratios") or [4, 4, 4, 4])
+        ratios = list(hp.bottleneck_ratios)
         num_layers = 3 if self.is_cifar else 4
         self.block_layers = [
             BlockLayer(

@@ -41,10 +41,10 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.features import ProblemHParams
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 
 
 def check_hparams(hparams: HParams) -> tuple[int, int]:
@@ -63,7 +63,7 @@ def check_hparams(hparams: HParams) -> tuple[int, int]:
             f"shake_shake needs hidden_size a positive multiple of 16 (the stages have "
             f"16k, 32k and 64k filters with k = hidden_size / 16), got hidden_size={hidden}."
         )
-    if hparams.get("shake_shake_num_branches", 2) < 1:
+    if hparams.shake_shake_num_branches < 1:
         raise ValueError(
             f"shake_shake needs shake_shake_num_branches >= 1, got "
             f"{hparams.shake_shake_num_branches}."
@@ -155,13 +155,13 @@ class ShakeShakeBlock(keras.layers.Layer):
         name: str | None = None,
     ):
         super().__init__(name=name)
-        self.num_branches = int(hparams.get("shake_shake_num_branches", 2))
-        self.concat = bool(hparams.get("shake_shake_concat", 0))
+        self.num_branches = int(hparams.shake_shake_num_branches)
+        self.concat = bool(hparams.shake_shake_concat)
         self.branches = [
             ShakeShakeBranch(filters, stride, hparams, name=f"branch_{i}")
             for i in range(self.num_branches)
         ]
-        self.dropout = keras.layers.Dropout(hparams.get("layer_prepostprocess_dropout", 0.0))
+        self.dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
         self.skip = SkipConnection(in_filters, filters, stride, hparams, name="skip")
         if self.concat:
             self.concat_conv = keras.layers.Conv2D(
@@ -205,7 +205,7 @@ class ShakeShake(t2t_model.T2TModel):
         self,
         hparams: HParams,
         mode: str = t2t_model.TRAIN,
-        problem_hparams: problem_lib.ProblemHParams | None = None,
+        problem_hparams: ProblemHParams | None = None,
         **kwargs: Any,
     ):
         super().__init__(hparams, mode, problem_hparams, **kwargs)

@@ -18,14 +18,11 @@ from typing import Any
 import tensorflow as tf
 
 from t2t import registry
-from t2t.decoding import beam_search, greedy
-from t2t.hparams.hparams import HParams
+from t2t.features import EOS_ID, EVAL, MODES, PREDICT, TRAIN, Modality, ProblemHParams
+from t2t.hparams.hparams import HParams, HParamsError
 from t2t.layers import common, modalities
-from t2t.models import variable_tracking
-from t2t.problems import problem as problem_lib
 
-TRAIN, EVAL, PREDICT = problem_lib.TRAIN, problem_lib.EVAL, problem_lib.PREDICT
-EOS_ID = 1
+__all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "T2TModel", "create_model", "example_features"]
 
 
 class T2TModel(common.Layer):
@@ -35,12 +32,12 @@ class T2TModel(common.Layer):
         self,
         hparams: HParams,
         mode: str = TRAIN,
-        problem_hparams: problem_lib.ProblemHParams | None = None,
+        problem_hparams: ProblemHParams | None = None,
         name: str | None = None,
         **kwargs: Any,
     ):
-        if mode not in problem_lib.MODES:
-            raise ValueError(f"Unknown mode {mode!r}: use one of {problem_lib.MODES}.")
+        if mode not in MODES:
+            raise ValueError(f"Unknown mode {mode!r}: use one of {MODES}.")
         if problem_hparams is None:
             raise ValueError(f"{type(self).__name__} needs problem_hparams (problem.hparams(data_dir)).")
         model_name = type(self).__dict__.get("registered_name") or registry.default_name(type(self))
@@ -66,7 +63,7 @@ class T2TModel(common.Layer):
         share = (
             inputs_kind == targets_kind == modalities.SYMBOL
             and php.vocab_size.get("inputs") == php.vocab_size.get("targets")
-            and (hp.get("shared_embedding_and_softmax_weights") or hp.get("shared_embedding"))
+            and (hp.shared_embedding_and_softmax_weights or hp.shared_embedding)
         )
         for feature, kind in php.modality.items():
             if share and feature == "inputs":
@@ -106,7 +103,7 @@ class T2TModel(common.Layer):
 
     def loss(self, logits: tf.Tensor, features: dict[str, tf.Tensor], training: bool) -> tuple[tf.Tensor, tf.Tensor]:
         """(sum of weighted losses, sum of weights); label smoothing only in training."""
-        smoothing = self.hparams.get("label_smoothing", 0.0) if training else 0.0
+        smoothing = self.hparams.label_smoothing if training else 0.0
         numerator, denominator = self.targets_modality.loss(logits, features["targets"], smoothing)
         return numerator * self.problem_hparams.loss_multiplier, denominator
 
@@ -128,78 +125,13 @@ class T2TModel(common.Layer):
         """Creates every weight by calling the model once (do it inside strategy.scope())."""
         self(features, training=False)
 
-    def _trackable_children(self, save_type: Any = "checkpoint", **kwargs: Any) -> dict:
-        # Checkpoints name variables by attribute path (see variable_tracking): stable
-        # across processes, and complete even for layers kept in lists and dicts.
-        children = dict(super()._trackable_children(save_type, **kwargs))
-        if str(getattr(save_type, "value", save_type)) == "checkpoint":
-            children = {}
-        children.update(variable_tracking.named_variables(self))
-        return children
+    def build_weights(self) -> None:
+        """Creates every weight from a one-example batch of the problem's features."""
+        self.build_for(example_features(self.problem_hparams))
 
-    # ------------------------------------------------------------ inference
-    def infer(
-        self,
-        features: dict[str, tf.Tensor],
-        decode_length: int | tf.Tensor = 50,
-        beam_size: int = 1,
-        top_beams: int = 1,
-        alpha: float = 0.0,
-        temperature: float = 0.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        use_cache: bool = True,
-    ) -> dict[str, tf.Tensor]:
-        """Decodes targets for `features` (inputs only), in-graph and batched.
-
-        Returns {"outputs": int32 [B, decode_length] (0-padded after EOS), "scores":
-        float32 [B]}; with top_beams > 1, [B, top_beams, L] and [B, top_beams], best
-        first. beam_size > 1 runs beam search with length penalty ((5+len)/6)^alpha
-        (scores are penalized log-probabilities); otherwise temperature 0 is greedy and
-        above 0 samples (restricted to top_k / nucleus top_p), scores being the
-        log-probability of the output. Class-label problems return the argmax class
-        [B, 1]. `use_cache=False` forces the path that re-runs the whole model on the
-        prefix at each step (for models with a cache, to check it).
-        """
-        features = {k: v for k, v in features.items() if k != "targets"}
-        if self.problem_hparams.modality.get("targets") == modalities.CLASS_LABEL:
-            logits, _ = self(features, training=False)
-            log_probs = tf.nn.log_softmax(tf.cast(logits[:, 0, :], tf.float32))
-            outputs = tf.argmax(log_probs, axis=-1, output_type=tf.int32)[:, None]
-            scores = tf.reduce_max(log_probs, axis=-1)
-            if top_beams > 1:
-                values, ids = tf.math.top_k(log_probs, k=top_beams)
-                return {"outputs": ids[:, :, None], "scores": values}
-            return {"outputs": outputs, "scores": scores}
-        if beam_size < 1 or top_beams < 1 or top_beams > max(beam_size, 1):
-            raise ValueError(
-                f"Need 1 <= top_beams <= beam_size, got beam_size={beam_size}, top_beams={top_beams}."
-            )
-        reference = features.get("inputs")
-        batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
-        length = tf.cast(decode_length, tf.int32)
-        cached = use_cache and self.has_decode_cache
-        init = self.decode_init_cached if cached else self.decode_init
-        step = self.decode_step_cached if cached else self.decode_step
-        if beam_size > 1:
-            state = tf.nest.map_structure(
-                lambda t: beam_search.tile_beams(t, beam_size), init(features, length)
-            )
-            ids, scores = beam_search.beam_search(
-                step, state, batch_size, beam_size, length,
-                self.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=EOS_ID,
-                top_beams=top_beams,
-            )
-            if top_beams == 1:
-                ids, scores = ids[:, 0], scores[:, 0]
-            return {"outputs": ids, "scores": scores}
-        ids, scores = greedy.greedy_or_sample(
-            step, init(features, length), batch_size, length, temperature, top_k, top_p,
-            eos_id=EOS_ID, seed=seed,
-        )
-        return {"outputs": ids, "scores": scores}
-
+    # ------------------------------------------------------------ decoding
+    # The step interface of t2t.models.step_interface: the decoding algorithms
+    # (t2t.decoding.infer) drive these; a model never imports them.
     # A model with an incremental decoder sets this and implements the *_cached pair.
     has_decode_cache = False
 
@@ -228,12 +160,55 @@ class T2TModel(common.Layer):
         raise NotImplementedError(f"{type(self).__name__} has no cached decoder.")
 
 
+def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
+    """A one-example batch with every feature the problem's model expects (to build
+    weights): token ids int32 [1, 4], labels [1, 1], images uint8 [1, H, W, C]."""
+    features = {}
+    for name, kind in problem_hparams.modality.items():
+        if kind == Modality.IMAGE:
+            shape = problem_hparams.image_shape or [32, 32, 3]
+            features[name] = tf.zeros([1, *shape], tf.uint8)
+        elif kind == Modality.CLASS_LABEL:
+            features[name] = tf.ones([1, 1], tf.int32)
+        elif kind == Modality.REAL:
+            features[name] = tf.zeros([1, 4, problem_hparams.vocab_size.get(name) or 1])
+        else:
+            features[name] = tf.ones([1, 4], tf.int32)
+    return features
+
+
+def _hparams_with(name: str) -> list[str]:
+    """Registered hparams sets that define hparam `name` (for error messages)."""
+    found = []
+    for set_name in registry.list_hparams():
+        try:
+            if name in registry.hparams(set_name)():
+                found.append(set_name)
+        except Exception:  # a user's set that fails to build is not our concern here
+            continue
+    return found
+
+
 def create_model(
     model_name: str,
     hparams: HParams,
     mode: str,
-    problem_hparams: problem_lib.ProblemHParams,
+    problem_hparams: ProblemHParams,
 ) -> T2TModel:
-    """The registered model `model_name` built for the problem."""
+    """The registered model `model_name` built for the problem.
+
+    HParamsError when the hparams set lacks an hparam the model reads (sets derived
+    from the model's base set, e.g. transformer_base, hold them all)."""
     cls = registry.model(model_name)
-    return cls(hparams, mode, problem_hparams)
+    try:
+        return cls(hparams, mode, problem_hparams)
+    except AttributeError as e:
+        missing = getattr(e, "hparam_name", None)
+        if missing is None:
+            raise
+        sets = _hparams_with(missing)
+        hint = f" Sets that have it: {', '.join(sets[:8])}." if sets else ""
+        raise HParamsError(
+            f"Model {model_name!r} reads hparam {missing!r}, which these hparams do not "
+            f"define: use an hparams set built for it.{hint}"
+        ) from e

@@ -17,13 +17,13 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
-from t2t.decoding import beam_search
-from t2t.layers import attention, common, feed_forward, modalities, positional
+from t2t.layers import attention, common, feed_forward, positional
 from t2t.models import t2t_model
+from t2t.models.step_interface import ANCESTRY, SLOTS
 
 
 def _layer_count(hparams: Any, name: str) -> int:
-    return hparams.get(name, 0) or hparams.num_hidden_layers
+    return getattr(hparams, name) or hparams.num_hidden_layers
 
 
 class _Sublayer(common.Layer):
@@ -35,12 +35,15 @@ class _Sublayer(common.Layer):
         self.pre = common.PrePostProcess(hparams.layer_preprocess_sequence, hparams, dropout, "pre")
         self.inner = inner
         self.post = common.PrePostProcess(hparams.layer_postprocess_sequence, hparams, dropout, "post")
-        # Keras would copy a `cache` dict argument, losing the attention's writes into it.
-        self._convert_input_args = False
 
-    def call(self, x: tf.Tensor, training: bool | None = None, **kwargs: Any) -> tf.Tensor:
+    def call(self, x: tf.Tensor, training: bool | None = None, **kwargs: Any) -> Any:
+        """[B, T, H] -> [B, T, H]; with a `cache` (attention), (output, updated cache)."""
         y = self.inner(self.pre(x, training=training), training=training, **kwargs)
-        return self.post(y, residual=x, training=training)
+        cache = None
+        if isinstance(y, tuple):
+            y, cache = y
+        out = self.post(y, residual=x, training=training)
+        return out if cache is None else (out, cache)
 
 
 def _attention(hparams: Any, name: str) -> attention.MultiHeadAttention:
@@ -49,14 +52,14 @@ def _attention(hparams: Any, name: str) -> attention.MultiHeadAttention:
         hparams.num_heads,
         dropout=hparams.attention_dropout,
         kernel_initializer=common.initializer(hparams),
-        key_channels=hparams.get("attention_key_channels", 0),
-        value_channels=hparams.get("attention_value_channels", 0),
+        key_channels=hparams.attention_key_channels,
+        value_channels=hparams.attention_value_channels,
         name=name,
     )
 
 
 def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
-    if hparams.get("ffn_layer", "dense_relu_dense") != "dense_relu_dense":
+    if hparams.ffn_layer != "dense_relu_dense":
         raise ValueError(f"Unsupported ffn_layer {hparams.ffn_layer!r}: t2t has dense_relu_dense.")
     return feed_forward.DenseReluDense(
         hparams.filter_size, hparams.hidden_size, hparams.relu_dropout,
@@ -84,18 +87,23 @@ class DecoderLayer(common.Layer):
             if has_encoder else None
         )
         self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
-        self._convert_input_args = False  # keeps the caller's `cache` dict (see _Sublayer)
 
     def call(self, x, self_bias, memory=None, memory_bias=None, training=None, cache=None,
              decode_index=None, memory_kv=None, beam_ancestry=None):
+        """[B, T, H] -> [B, T, H]; with a self-attention `cache`, (output, updated cache)."""
         if decode_index is not None:  # Keras refuses a Python int beside tensors in **kwargs
             decode_index = tf.convert_to_tensor(decode_index, tf.int32)
-        x = self.self_attention(x, training=training, bias=self_bias, cache=cache,
-                                decode_index=decode_index, beam_ancestry=beam_ancestry)
+        if cache is None:
+            x = self.self_attention(x, training=training, bias=self_bias)
+        else:
+            x, cache = self.self_attention(x, training=training, bias=self_bias, cache=cache,
+                                           decode_index=decode_index,
+                                           beam_ancestry=beam_ancestry)
         if self.encdec_attention is not None:
             x = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias,
                                       memory_kv=memory_kv)
-        return self.ffn(x, training=training)
+        x = self.ffn(x, training=training)
+        return x if cache is None else (x, cache)
 
 
 class Stack(common.Layer):
@@ -117,15 +125,14 @@ class Transformer(t2t_model.T2TModel):
     def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
         super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)
         hp = self.hparams
-        targets_kind = self.problem_hparams.modality.get("targets")
-        self.is_classifier = targets_kind == modalities.CLASS_LABEL
+        self.is_classifier = self.problem_hparams.is_classifier
         self.has_encoder = self.has_inputs
         if self.has_encoder:
             self.encoder = Stack(hp, [EncoderLayer(hp, f"layer_{i}")
                                       for i in range(_layer_count(hp, "num_encoder_layers"))], "encoder")
             self.target_space_embedding = (
                 keras.layers.Embedding(32, hp.hidden_size, name="target_space_embedding")
-                if hp.get("use_target_space_embedding", False) else None
+                if hp.use_target_space_embedding else None
             )
         if not self.is_classifier:
             self.decoder = Stack(hp, [DecoderLayer(hp, self.has_encoder, f"layer_{i}")
@@ -146,7 +153,7 @@ class Transformer(t2t_model.T2TModel):
         if self.target_space_embedding is not None:
             space = tf.fill([1, 1], self.problem_hparams.target_space_id)
             x += tf.cast(self.target_space_embedding(space), x.dtype)
-        if hp.get("pos", "timing") == "timing":
+        if hp.pos == "timing":
             x = positional.add_timing_signal(x, features.get("inputs_position"))
         x = self.encoder.input_dropout(x, training=training)
         for layer in self.encoder.stack_layers:
@@ -176,7 +183,7 @@ class Transformer(t2t_model.T2TModel):
         """Shifted embedded targets [B, T, H] -> decoder output [B, T, H]."""
         hp = self.hparams
         x = decoder_input
-        if hp.get("pos", "timing") == "timing":
+        if hp.pos == "timing":
             x = positional.add_timing_signal(x, features.get("targets_position"))
         x = self.decoder.input_dropout(x, training=training)
         self_bias = self.decoder_self_bias(tf.shape(x)[1], features)
@@ -216,7 +223,7 @@ class Transformer(t2t_model.T2TModel):
     def decode_init_cached(self, features: dict, decode_length: tf.Tensor) -> dict:
         """Encodes the inputs once and allocates each decoder layer's key/value cache.
 
-        State (batch-major): under `beam_search.SLOTS`, so that beam search never
+        State (batch-major): under `SLOTS`, so that beam search never
         copies it, the encoder-decoder bias, every layer's projected encoder keys and
         values ("memory_k/v" [B, N, S, D], the same for all beams of an example) and its
         self-attention cache ("k"/"v" [B, N, L, D], written in place position by
@@ -243,7 +250,7 @@ class Transformer(t2t_model.T2TModel):
                 k, v = layer.encdec_attention.inner.project_memory(memory)
                 layer_state["memory_k"], layer_state["memory_v"] = k, v
             slots[f"layer_{i}"] = layer_state
-        return {beam_search.SLOTS: slots}
+        return {SLOTS: slots}
 
     def decode_step_cached(self, previous_ids: tf.Tensor, index: tf.Tensor, state: dict) -> tuple[tf.Tensor, dict]:
         """Logits [B, V] at position `index` from one new position: O(1) layers of work
@@ -251,19 +258,19 @@ class Transformer(t2t_model.T2TModel):
         modality = self.targets_modality
         x = modality.targets_bottom(previous_ids[:, None], training=False)  # [B, 1, H]
         x = tf.where(index > 0, x, tf.zeros_like(x))  # the shifted-right start
-        if self.hparams.get("pos", "timing") == "timing":
+        if self.hparams.pos == "timing":
             x = positional.add_timing_signal(x, start_index=index)
-        slots = state[beam_search.SLOTS]
+        slots = state[SLOTS]
         length = tf.shape(slots["layer_0"]["k"])[2]
-        self_bias = tf.where(tf.range(length) <= index, 0.0, attention._NEG_INF)[None, None, None, :]
+        self_bias = attention.visible_bias(length, index)
         new_slots = {k: v for k, v in slots.items() if not k.startswith("layer_")}
         for i, layer in enumerate(self.decoder.stack_layers):
-            cache = dict(slots[f"layer_{i}"])
+            cache = slots[f"layer_{i}"]
             memory_kv = (cache["memory_k"], cache["memory_v"]) if "memory_k" in cache else None
-            x = layer(x, self_bias, memory_bias=slots.get("memory_bias"), training=False,
-                      cache=cache, decode_index=index, memory_kv=memory_kv,
-                      beam_ancestry=state.get(beam_search.ANCESTRY))
+            x, cache = layer(x, self_bias, memory_bias=slots.get("memory_bias"), training=False,
+                             cache=cache, decode_index=index, memory_kv=memory_kv,
+                             beam_ancestry=state.get(ANCESTRY))
             new_slots[f"layer_{i}"] = cache
         x = self.decoder.final(x, training=False)
         logits = self.top(x, {})
-        return tf.cast(logits[:, 0, :], tf.float32), {**state, beam_search.SLOTS: new_slots}
+        return tf.cast(logits[:, 0, :], tf.float32), {**state, SLOTS: new_slots}

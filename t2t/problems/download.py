@@ -379,20 +379,11 @@ def fetch(
     name = resource.local_name
     os.makedirs(directory, exist_ok=True)
     final = os.path.join(directory, name)
-    partial = final + ".partial"
-
-    if os.path.exists(final):
-        try:
-            _verify(final, resource, f"existing file {final}")
-            return final
-        except ChecksumError as e:
-            logging.warning("Deleting %s and fetching it again: %s", final, e)
-            _remove(final)
+    if _existing_copy_verifies(final, resource):
+        return final
 
     if mirror is None:
         mirror = os.environ.get(MIRROR_ENV_VAR) or None
-    failures: list[str] = []
-    checksum_failed = False
     defaults = DownloadConfig()
     opts = _Options(
         defaults.retries if retries is None else retries,
@@ -400,46 +391,81 @@ def fetch(
         progress,
         chunk_size,
     )
-    for description, location, is_local in _sources(resource, mirror):
-        logging.info("Fetching %s from %s", name, description)
-        # At most two rounds: a resumed partial that fails verification is refetched once.
-        for _ in range(2):
-            resumed = not is_local and os.path.exists(partial)
-            if resumed:
-                logging.info(
-                    "Resuming %s from byte %d.", partial, os.path.getsize(partial)
-                )
-            try:
-                if is_local:
-                    _copy_local(location, partial, chunk_size)
-                else:
-                    _http_download(location, partial, name, opts)
-                _verify(partial, resource, description)
-            except ChecksumError as e:
-                _remove(partial)
-                if resumed:
-                    logging.warning(
-                        "Resumed download did not verify; restarting: %s", e
-                    )
-                    continue
-                logging.warning("%s", e)
-                failures.append(f"{description}: {e}")
-                checksum_failed = True
-                break
-            except DownloadError as e:
-                if is_local:
-                    _remove(partial)
-                logging.warning("Could not fetch %s from %s: %s", name, description, e)
-                failures.append(f"{description}: {e}")
-                break
-            os.replace(partial, final)
-            logging.info("Fetched %s from %s", final, description)
+    failures: list[_SourceFailure] = []
+    for source in _sources(resource, mirror):
+        failure = _fetch_from_source(source, resource, final, opts)
+        if failure is None:
             return final
+        if failure.message:
+            failures.append(failure)
+    raise _all_sources_failed(name, final, failures)
+
+
+def _existing_copy_verifies(final: str, resource: Resource) -> bool:
+    """Whether `final` is already there and verifies; a copy that does not is deleted."""
+    if not os.path.exists(final):
+        return False
+    try:
+        _verify(final, resource, f"existing file {final}")
+        return True
+    except ChecksumError as e:
+        logging.warning("Deleting %s and fetching it again: %s", final, e)
+        _remove(final)
+        return False
+
+
+@dataclasses.dataclass(frozen=True)
+class _SourceFailure:
+    """Why one source gave no verified copy ("" when it gave up without an error)."""
+
+    message: str
+    checksum: bool = False
+
+
+def _fetch_from_source(
+    source: tuple[str, str, bool], resource: Resource, final: str, opts: _Options
+) -> _SourceFailure | None:
+    """Fetches, verifies and renames one source's copy to `final`; None on success."""
+    description, location, is_local = source
+    name = resource.local_name
+    partial = final + ".partial"
+    logging.info("Fetching %s from %s", name, description)
+    # At most two rounds: a resumed partial that fails verification is refetched once.
+    for _ in range(2):
+        resumed = not is_local and os.path.exists(partial)
+        if resumed:
+            logging.info("Resuming %s from byte %d.", partial, os.path.getsize(partial))
+        try:
+            if is_local:
+                _copy_local(location, partial, opts.chunk_size)
+            else:
+                _http_download(location, partial, name, opts)
+            _verify(partial, resource, description)
+        except ChecksumError as e:
+            _remove(partial)
+            if resumed:
+                logging.warning("Resumed download did not verify; restarting: %s", e)
+                continue
+            logging.warning("%s", e)
+            return _SourceFailure(f"{description}: {e}", checksum=True)
+        except DownloadError as e:
+            if is_local:
+                _remove(partial)
+            logging.warning("Could not fetch %s from %s: %s", name, description, e)
+            return _SourceFailure(f"{description}: {e}")
+        os.replace(partial, final)
+        logging.info("Fetched %s from %s", final, description)
+        return None
+    return _SourceFailure("")
+
+
+def _all_sources_failed(name: str, final: str, failures: list[_SourceFailure]) -> DownloadError:
+    """The error `fetch` raises: ChecksumError if any source gave a bad copy."""
     # A partial left by a failed HTTP source may be resumed by the next run; a
     # partial from a rejected source was already removed.
-    error = ChecksumError if checksum_failed else DownloadError
-    lines = "\n".join(f"  - {f}" for f in failures)
-    raise error(
+    error = ChecksumError if any(f.checksum for f in failures) else DownloadError
+    lines = "\n".join(f"  - {f.message}" for f in failures)
+    return error(
         f"Could not fetch {name}. Sources tried:\n{lines}\n"
         f"To fix: download the file yourself and place it at {final}, or set "
         f"--data_mirror (or the {MIRROR_ENV_VAR} environment variable) to a URL prefix "

@@ -28,10 +28,12 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gin
-
+from t2t.config import InputConfig
 from t2t.problems import problem as problem_lib
 from t2t.utils.lazy_import import lazy_module
+
+__all__ = ["Batching", "InputConfig", "batch_examples", "batching_scheme", "bucket_boundaries",
+           "example_length", "input_dataset", "make_input_fn", "pack_examples"]
 
 tf = lazy_module("tensorflow")
 
@@ -46,27 +48,40 @@ _NO_LIMIT = 10**9  # Tensor2Tensor's "no maximum length"
 _SEQ_PAD = -1  # marks padding inside windows, so that lengths survive padded_batch
 
 
-@gin.configurable
-@dataclasses.dataclass
-class InputConfig:
-    """How the pipeline reads and shuffles (not what a batch is: that is in hparams).
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """What a batch is: Tensor2Tensor's batching hparams, read once from the model's
+    hparams (`from_hparams`; their defaults live in basic_params1).
 
-    shuffle_buffer_size: examples in the TRAIN shuffle buffer (0 = no shuffling).
-    parse_batch_size: serialized records parsed per `tf.io.parse_example` call.
-    num_parallel_reads: files read at once (None = AUTOTUNE).
-    deterministic: reproducible element order (op determinism is the trainer's job):
-      with a seed, a pipeline built again yields the same batches (iterating one
-      dataset object again continues its shuffles, like a new epoch).
-    seed: seed of the file, example and batch shuffles (None = random).
-    prefetch_batches: batches prepared ahead of the consumer (None = AUTOTUNE).
+    batch_size: tokens per replica for text problems, examples for images and
+      classification (or with use_fixed_batch_size); already per replica.
+    max_length: longest example kept in TRAIN (0: batch_size in token mode).
+    min_length_bucket, length_bucket_step: the length buckets (`batching_scheme`).
+    min_length: shorter examples are dropped.
+    eval_drop_long_sequences: drop examples over max_length in EVAL too.
+    pack_dataset: pack examples into rows of max_length tokens.
+    batch_shuffle_size: batches in the TRAIN batch shuffle buffer.
+    static_shapes: every batch [batch, max_length] (TPUs); set by the runtime's
+      strategy hook, not an hparam.
     """
 
-    shuffle_buffer_size: int = 1024
-    parse_batch_size: int = 256
-    num_parallel_reads: int | None = None
-    deterministic: bool = False
-    seed: int | None = None
-    prefetch_batches: int | None = None
+    batch_size: int = 4096
+    max_length: int = 0
+    min_length_bucket: int = 8
+    length_bucket_step: float = 1.1
+    min_length: int = 0
+    eval_drop_long_sequences: bool = False
+    pack_dataset: bool = False
+    batch_shuffle_size: int = 512
+    use_fixed_batch_size: bool = False
+    static_shapes: bool = False
+
+    @classmethod
+    def from_hparams(cls, hparams: Any, **overrides: Any) -> Batching:
+        """The batching hparams of `hparams` (a set derived from basic_params1)."""
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "static_shapes"]
+        values = {name: getattr(hparams, name) for name in names}
+        return cls(**{**values, **overrides})
 
 
 # ------------------------------------------------------------------ batching scheme
@@ -445,11 +460,6 @@ def batch_examples(
 
 
 # ------------------------------------------------------------------- the pipeline
-def _hparam(hparams: Any, name: str, default: Any) -> Any:
-    value = hparams.get(name, default)
-    return default if value is None else value
-
-
 def _sequence_features(problem: Any) -> list[str]:
     names = list(getattr(problem, "sequence_features", ("inputs", "targets")))
     if getattr(problem, "was_reversed", False):
@@ -467,20 +477,20 @@ def input_dataset(
     config: InputConfig | None = None,
     input_context: Any = None,
     repeat: bool | None = None,
+    batching: Batching | None = None,
 ) -> Any:
     """Per-replica batches of `problem`'s `mode` split ("train" | "eval" | "infer").
 
-    hparams (Tensor2Tensor names): batch_size (tokens per replica for text problems,
-    examples for images/classification or with use_fixed_batch_size; already per
-    replica: input_context.get_per_replica_batch_size is not applied), max_length (0 =
-    batch_size), min_length_bucket, length_bucket_step, min_length, eval_drop_long_sequences,
-    pack_dataset (rows of max_length tokens), batch_shuffle_size (TRAIN: batches in the
-    batch shuffle buffer), static_shapes (fixed [batch, max_length] shapes, e.g. TPUs).
-    input_context: shards the files (or records) across input pipelines.
+    hparams: the model's (passed to the problem's preprocess_example; batching is read
+    from them unless `batching` is given, see `Batching`).
+    config: how to read and shuffle (`InputConfig`).
+    input_context: shards the files (or records) across input pipelines
+    (input_context.get_per_replica_batch_size is not applied: batch_size is per replica).
     repeat: loop forever (default: in TRAIN only).
     Returns dicts of int32 [batch, length] sequences, 0-padded.
     """
     config = config or InputConfig()
+    batching = batching or Batching.from_hparams(hparams)
     is_training = mode == problem_lib.TRAIN
     if repeat is None:
         repeat = is_training
@@ -502,51 +512,53 @@ def input_dataset(
         dataset = dataset.shuffle(config.shuffle_buffer_size, seed=config.seed)
     if repeat:
         dataset = dataset.repeat()
-
-    batch_size = int(_hparam(hparams, "batch_size", 4096))
-    means_tokens = bool(getattr(problem, "batch_size_means_tokens", True))
-    means_tokens = means_tokens and not _hparam(hparams, "use_fixed_batch_size", False)
-    max_length = (
-        problem.max_length(hparams) if means_tokens else int(_hparam(hparams, "max_length", 0))
-    )
-    length_multiplier = 1
-    if means_tokens:
-        length_multiplier = int(getattr(problem.hparams(data_dir), "batch_size_multiplier", 1) or 1)
-    pack = bool(_hparam(hparams, "pack_dataset", False)) and means_tokens
-    dataset = batch_examples(
-        dataset,
-        batch_size=batch_size,
-        batch_size_means_tokens=means_tokens,
-        max_length=max_length,
-        min_length_bucket=int(_hparam(hparams, "min_length_bucket", 8)),
-        length_bucket_step=float(_hparam(hparams, "length_bucket_step", 1.1)),
-        sequence_features=_sequence_features(problem),
-        drop_long_sequences=is_training
-        or bool(_hparam(hparams, "eval_drop_long_sequences", False)),
-        pack_length=max_length if pack else 0,
-        static_shapes=bool(_hparam(hparams, "static_shapes", False)),
-        min_length=int(_hparam(hparams, "min_length", 0)),
-        length_multiplier=length_multiplier,
-    )
-    batch_shuffle = int(_hparam(hparams, "batch_shuffle_size", 512))
-    if is_training and batch_shuffle > 1:
+    dataset = _batch_for(problem, data_dir, hparams, batching, dataset, is_training)
+    if is_training and batching.batch_shuffle_size > 1:
         seed = None if config.seed is None else config.seed + 1
-        dataset = dataset.shuffle(batch_shuffle, seed=seed)
+        dataset = dataset.shuffle(batching.batch_shuffle_size, seed=seed)
     dataset = dataset.prefetch(config.prefetch_batches or tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = config.deterministic
     return dataset.with_options(options)
 
 
+def _batch_for(problem: Any, data_dir: str, hparams: Any, batching: Batching, dataset: Any,
+               is_training: bool) -> Any:
+    """`batch_examples` with the problem's token/example mode and length multiplier."""
+    means_tokens = bool(getattr(problem, "batch_size_means_tokens", True))
+    means_tokens = means_tokens and not batching.use_fixed_batch_size
+    max_length = problem.max_length(hparams) if means_tokens else batching.max_length
+    length_multiplier = 1
+    if means_tokens:
+        length_multiplier = int(getattr(problem.hparams(data_dir), "batch_size_multiplier", 1) or 1)
+    pack = batching.pack_dataset and means_tokens
+    return batch_examples(
+        dataset,
+        batch_size=int(batching.batch_size),
+        batch_size_means_tokens=means_tokens,
+        max_length=max_length,
+        min_length_bucket=int(batching.min_length_bucket),
+        length_bucket_step=float(batching.length_bucket_step),
+        sequence_features=_sequence_features(problem),
+        drop_long_sequences=is_training or batching.eval_drop_long_sequences,
+        pack_length=max_length if pack else 0,
+        static_shapes=batching.static_shapes,
+        min_length=int(batching.min_length),
+        length_multiplier=length_multiplier,
+    )
+
+
 def make_input_fn(
-    problem: Any, mode: str, data_dir: str, hparams: Any, config: InputConfig | None = None
+    problem: Any, mode: str, data_dir: str, hparams: Any, config: InputConfig | None = None,
+    batching: Batching | None = None,
 ) -> Callable[[Any], Any]:
     """A `dataset_fn(input_context)` for `strategy.distribute_datasets_from_function`:
     each input pipeline reads its own shard; batches are per replica (see input_dataset)."""
 
     def dataset_fn(input_context: Any = None) -> Any:
         return input_dataset(
-            problem, mode, data_dir, hparams, config=config, input_context=input_context
+            problem, mode, data_dir, hparams, config=config, input_context=input_context,
+            batching=batching,
         )
 
     return dataset_fn

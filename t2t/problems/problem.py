@@ -17,69 +17,26 @@ from typing import Any
 from absl import logging
 
 from t2t import registry
+from t2t.features import (  # noqa: F401  (re-exported: problem.TRAIN, problem.Modality, ...)
+    EVAL,
+    MODES,
+    PREDICT,
+    TRAIN,
+    Modality,
+    ProblemHParams,
+    SpaceID,
+)
 from t2t.problems import generator_utils
 from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")
 
-# Modes, as tf.estimator's ModeKeys spelled them.
-TRAIN = "train"
-EVAL = "eval"
-PREDICT = "infer"
-MODES = (TRAIN, EVAL, PREDICT)
-
+# Modes, modalities, space ids and ProblemHParams live in t2t.features (shared with the
+# models, which never import problems); they are re-exported here under their usual names.
 # Split names used in file names.
 TRAIN_SPLIT = "train"
 DEV_SPLIT = "dev"
 TEST_SPLIT = "test"
-
-
-class Modality:
-    """Names of the per-feature modalities a model builds bottom/top/loss from."""
-
-    SYMBOL = "symbol"  # token ids -> embeddings; logits over the vocabulary
-    CLASS_LABEL = "class_label"  # one label id per example
-    IMAGE = "image"  # uint8 [H, W, C]
-    REAL = "real"  # float vectors
-    IDENTITY = "identity"  # passed through unchanged
-
-    ALL = (SYMBOL, CLASS_LABEL, IMAGE, REAL, IDENTITY)
-
-
-class SpaceID:
-    """Tensor2Tensor's input/target space ids (a hint some models embed)."""
-
-    GENERIC = 0
-    IMAGE_LABEL = 1
-    EN_CHR = 2
-    EN_TOK = 3
-    EN_BPE_TOK = 4
-    FR_CHR = 5
-    FR_TOK = 6
-    DE_CHR = 7
-    DE_TOK = 8
-    DE_BPE_TOK = 9
-    DIGIT_0 = 10
-    DIGIT_1 = 11
-    AUDIO_WAV = 12
-    AUDIO_SPECTRAL = 13
-    PARSE_CHR = 14
-    PARSE_TOK = 15
-    ZH_TOK = 16
-    ICE_CHAR = 17
-    ICE_TOK = 18
-    ICE_PARSE_TOK = 19
-    MK_TOK = 20
-    CS_TOK = 21
-    CS_CHR = 22
-    DNA = 23
-    REAL = 24
-    IMAGE = 25
-    PEPTIDE = 26
-    PY_TOK = 27
-    CPP_TOK = 28
-    STROKES = 29
-    PICKLED_PYTHON = 30
 
 
 class DataMissingError(FileNotFoundError):
@@ -88,51 +45,6 @@ class DataMissingError(FileNotFoundError):
 
 class DamagedDataError(DataMissingError):
     """Shards that exist but cannot be read (truncated or corrupted records)."""
-
-
-@dataclasses.dataclass
-class ProblemHParams:
-    """What a model needs to know about a problem's features.
-
-    modality: feature name ("inputs", "targets") -> a Modality name.
-    vocab_size: feature name -> vocabulary size (or number of classes), None if n/a.
-    batch_size_means_tokens: whether hparams.batch_size counts tokens (text) or
-      examples (images, classification).
-    """
-
-    modality: dict[str, str]
-    vocab_size: dict[str, int | None]
-    input_space_id: int = SpaceID.GENERIC
-    target_space_id: int = SpaceID.GENERIC
-    loss_multiplier: float = 1.0
-    batch_size_multiplier: int = 1
-    stop_at_eos: bool = False
-    was_reversed: bool = False
-    batch_size_means_tokens: bool = True
-    image_shape: list[int] | None = None  # [height, width, channels] for images
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> ProblemHParams:
-        return cls(**values)
-
-    def reversed(self) -> ProblemHParams:
-        """The hparams with inputs and targets swapped."""
-        swap = {"inputs": "targets", "targets": "inputs"}
-        return dataclasses.replace(
-            self,
-            modality={swap.get(k, k): v for k, v in self.modality.items()},
-            vocab_size={swap.get(k, k): v for k, v in self.vocab_size.items()},
-            input_space_id=self.target_space_id,
-            target_space_id=self.input_space_id,
-            was_reversed=not self.was_reversed,
-        )
-
-    @property
-    def has_inputs(self) -> bool:
-        return "inputs" in self.modality
 
 
 @dataclasses.dataclass(frozen=True)
@@ -284,7 +196,7 @@ class Problem:
         """Longest sequence kept (0 = no limit): hparams.max_length or batch_size."""
         if model_hparams is None:
             return 0
-        return model_hparams.get("max_length", 0) or model_hparams.get("batch_size", 0)
+        return model_hparams.max_length or model_hparams.batch_size
 
     # -------------------------------------------------------------- reading
     def split_for_mode(self, mode: str) -> str:

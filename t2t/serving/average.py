@@ -29,7 +29,6 @@ from absl import logging
 MODEL_KEY = "model"
 COPIED_FILES = ("run.json", "hparams.json", "operative_config.gin", "flags.txt")
 AVERAGE_INFO_FILE = "averaged.json"
-_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
 class AverageError(ValueError):
@@ -69,14 +68,6 @@ def last_checkpoints(model_dir: str, n: int) -> list[str]:
     return paths[-n:]
 
 
-def _object_graph(reader: Any) -> Any:
-    from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH_KEY))
-    return graph
-
-
 def _model_tree(graph: Any) -> dict[str, Any]:
     """The "model" subtree: {local name: checkpoint key (a variable) or subtree}."""
     nodes = graph.nodes
@@ -107,29 +98,15 @@ def _keys(tree: dict[str, Any]) -> list[str]:
     return keys
 
 
-def _holder_class():
-    import tensorflow as tf
-
-    class Holder(tf.Module):
-        """A trackable whose checkpoint children are exactly `nodes` (names as given)."""
-
-        def __init__(self, nodes: dict[str, Any]):
-            super().__init__()
-            self._holder_nodes = nodes
-
-        def _trackable_children(self, save_type="checkpoint", **kwargs):
-            return dict(self._holder_nodes)
-
-    return Holder
-
-
 def average_values(paths: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(the newest checkpoint's model tree, {checkpoint key: averaged value})."""
     import tensorflow as tf
 
     readers = [tf.train.load_checkpoint(p) for p in paths]
     newest = readers[-1]
-    tree = _model_tree(_object_graph(newest))
+    from t2t.models import checkpoints
+
+    tree = _model_tree(checkpoints.object_graph(paths[-1]))
     keys = _keys(tree)
     if not keys:
         raise AverageError(f"{paths[-1]} holds a model without variables.")
@@ -170,10 +147,10 @@ def average_checkpoints(model_dir: str, output_dir: str, n: int = 8) -> str:
         )
     paths = last_checkpoints(model_dir, n)
     tree, values = average_values(paths)
-    Holder = _holder_class()
 
     def build(subtree: dict[str, Any]):
-        return Holder({
+        # A tf.train.Checkpoint used as a container: its children are exactly these names.
+        return tf.train.Checkpoint(**{
             name: build(value) if isinstance(value, dict)
             else tf.Variable(values[value], trainable=False)
             for name, value in subtree.items()

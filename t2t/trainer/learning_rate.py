@@ -163,7 +163,7 @@ def _legacy(step: tf.Tensor, hp: HParams, train_steps: float | None) -> tf.Tenso
             * tf.minimum((step + 1.0) * w**-1.5, (step + 1.0) ** -0.5)
         )
     else:
-        schedule = hp.get("learning_rate_warmup_schedule", "exp") or "exp"
+        schedule = hp.learning_rate_warmup_schedule or "exp"
         warmup = _legacy_warmup(step, warmup_steps, schedule)
         decay = _legacy_decay(step, hp, warmup_steps)
         ret = tf.where(step < warmup_steps, warmup, decay)
@@ -202,7 +202,7 @@ def _float_step(step: Any, hparams: HParams) -> tf.Tensor:
     if isinstance(step, keras.Variable):
         step = step.value
     step = tf.cast(step, tf.float32)
-    accumulate = hparams.get("optimizer_multistep_accumulate_steps", 0)
+    accumulate = hparams.optimizer_multistep_accumulate_steps
     if accumulate:
         step = step / float(accumulate)
     return step
@@ -220,8 +220,8 @@ def learning_rate_schedule(
         defaults to `hparams.train_steps` when that exists.
     """
     names = factor_names(hparams.learning_rate_schedule)
-    if train_steps is None:
-        train_steps = hparams.get("train_steps")
+    if train_steps is None and "train_steps" in hparams:  # a set may carry its own
+        train_steps = hparams.train_steps
     step_f = _float_step(step, hparams)
     ret = tf.constant(1.0, tf.float32)
     for name in names:

@@ -260,7 +260,7 @@ def create_optimizer(
             optimizer: keras.optimizers.Optimizer = keras.optimizers.Adam(**adam_args, **common)
         else:
             optimizer = keras.optimizers.AdamW(
-                weight_decay=float(hparams.get("weight_decay", 0.0) or 0.0), **adam_args, **common
+                weight_decay=float(hparams.weight_decay or 0.0), **adam_args, **common
             )
             optimizer.exclude_from_weight_decay(var_names=["bias"])
     elif name == "sgd":
@@ -289,7 +289,7 @@ def create_optimizer(
     if mixed_precision in ("float16", "mixed_float16"):
         return keras.optimizers.LossScaleOptimizer(
             optimizer,
-            initial_scale=float(hparams.get("mixed_precision_optimizer_init_loss_scale", 2**15)),
+            initial_scale=float(hparams.mixed_precision_optimizer_init_loss_scale),
             dynamic_growth_steps=2000,
         )
     raise ValueError(
@@ -311,7 +311,7 @@ def weight_decay_loss(variables: Sequence[Any], hparams: HParams) -> tf.Tensor:
     Not divided by the number of replicas: inside `strategy.run` add
     `tf.nn.scale_regularization_loss(weight_decay_loss(...))` to the replica's loss.
     """
-    rate = float(hparams.get("weight_decay", 0.0) or 0.0)
+    rate = float(hparams.weight_decay or 0.0)
     if not rate or optimizer_name(hparams.optimizer) == "adamw":
         return tf.constant(0.0)
     terms = []

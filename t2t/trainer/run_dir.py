@@ -16,6 +16,10 @@ import os
 from typing import Any
 
 from t2t.hparams.hparams import HParams
+from t2t.models.checkpoints import (  # noqa: F401  (re-exported)
+    damaged_checkpoint_message,
+    missing_checkpoint_files,
+)
 
 RUN_FILE = "run.json"
 HPARAMS_FILE = "hparams.json"
@@ -99,50 +103,6 @@ def record_run(output_dir: str, run: dict[str, Any], hparams: HParams, *,
     if not (has_checkpoint and os.path.exists(run_path)):
         _write_json(run_path, run)
     _write_json(os.path.join(output_dir, HPARAMS_FILE), hparams.values())
-
-
-def missing_checkpoint_files(path: str) -> list[str]:
-    """The files of checkpoint prefix `path` (DIR/ckpt-N) that are absent.
-
-    A checkpoint is an index file and data shards named PREFIX.data-IIIII-of-NNNNN; an
-    interrupted copy or a full disk can leave some of them out.
-    """
-    import glob
-    import re
-
-    index = path + ".index"
-    if not os.path.exists(index):
-        return [index]
-    shards = glob.glob(glob.escape(path) + ".data-*-of-*")
-    counts = {int(m.group(1)) for s in shards if (m := re.search(r"-of-(\d+)$", s))}
-    count = max(counts) if counts else 1
-    expected = [f"{path}.data-{i:05d}-of-{count:05d}" for i in range(count)]
-    return [f for f in expected if not os.path.exists(f)]
-
-
-def damaged_checkpoint_message(path: str) -> str | None:
-    """A message saying how to recover when checkpoint `path` lacks files, else None."""
-    missing = missing_checkpoint_files(path)
-    if not missing:
-        return None
-    directory = os.path.dirname(path)
-    earlier = []
-    try:
-        with open(os.path.join(directory, "checkpoint"), encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("all_model_checkpoint_paths:"):
-                    name = line.split(":", 1)[1].strip().strip('"')
-                    candidate = name if os.path.isabs(name) else os.path.join(directory, name)
-                    if candidate != path and not missing_checkpoint_files(candidate):
-                        earlier.append(candidate)
-    except OSError:
-        pass
-    fix = (f"the last complete one is {earlier[-1]}: delete {path}.* and point "
-           f"{os.path.join(directory, 'checkpoint')} at {os.path.basename(earlier[-1])!r} "
-           f"(model_checkpoint_path) to resume from it" if earlier else
-           "no earlier complete checkpoint is listed: restore the missing files")
-    return (f"The checkpoint {path} is incomplete: {', '.join(missing)} is missing (an "
-            f"interrupted copy or a full disk?). Nothing was changed; {fix}.")
 
 
 def append_eval_results(output_dir: str, step: int, metrics: dict[str, float]) -> None:

@@ -20,7 +20,6 @@ if a larger global batch needs it.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import json
 import os
@@ -30,23 +29,14 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
-ALL_REDUCE_CHOICES = ("auto", "ring", "nccl")
+from t2t.config import ALL_REDUCE_CHOICES, RuntimeConfig
 
+__all__ = ["ALL_REDUCE_CHOICES", "StrategyConfig", "StrategyError", "create_strategy",
+           "describe", "is_chief", "is_parameter_server", "is_tpu", "serve_if_cluster_member",
+           "split_cpu", "task_of"]
 
-@dataclasses.dataclass
-class StrategyConfig:
-    worker_gpu: int = 0  # GPUs for MirroredStrategy; -1: all visible; 0/1: one device
-    cpu_devices: int = 0  # >1: MirroredStrategy over this many logical CPU devices
-    tf_config: str | None = None  # cluster JSON; None: $TF_CONFIG
-    worker_hosts: str = ""  # "host:port,..." : builds a multi-worker TF_CONFIG
-    worker_id: int = 0  # this process' index in worker_hosts
-    worker_replicas: int = 0  # if set, must equal the number of worker hosts
-    all_reduce: str = "auto"  # MultiWorkerMirroredStrategy's communication
-    collective_timeout_s: float = 300.0  # per collective op; 0: wait forever
-    ps_replicas: int = 0  # with sync=False: parameter-server training
-    sync: bool = True
-    use_tpu: bool = False
-    tpu: str | None = None  # TPU name or grpc://address
+# The strategy's settings are the RuntimeConfig's (t2t.config): one declaration.
+StrategyConfig = RuntimeConfig
 
 
 class StrategyError(ValueError):

@@ -20,7 +20,6 @@ directory. COMPLETE, PRUNED and crashed (FAIL with an "error") trials are never 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -35,9 +34,9 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from t2t.config import SAMPLERS, TunerConfig  # noqa: F401  (TunerConfig re-exported)
 from t2t.tuning import search_space
 
-SAMPLERS = ("tpe", "cmaes", "random")
 EVAL_RESULTS_FILE = "eval_results.jsonl"
 LOG_FILE = "trial.log"
 _TAIL_CHARS = 4000
@@ -66,35 +65,6 @@ class TunerError(Exception):
     def __init__(self, message: str, study: Any = None) -> None:
         super().__init__(message)
         self.study = study
-
-
-@dataclasses.dataclass
-class TunerConfig:
-    """What to tune, and how. `trainer_args` are given to every trial's trainer (the
-    problem, model, hparams set, data dir, steps, ...; not --output_dir or --hparams)."""
-
-    output_dir: str
-    hparams_range: str
-    objective: str
-    hparams_set: str
-    trainer_args: list[str] = dataclasses.field(default_factory=list)
-    hparams: str = ""  # the user's overrides; a trial's sampled values win
-    direction: str = "maximize"
-    num_trials: int = 10
-    parallel_trials: int = 1
-    sampler: str = "tpe"
-    seed: int = 0
-    study_name: str = "t2t_study"
-    storage: str | None = None  # default: sqlite:///OUTPUT_DIR/study.db
-    pruning: bool = True
-    pruning_startup_trials: int = 3
-    heartbeat_seconds: int = 10
-    poll_seconds: float = 2.0
-    trainer_command: list[str] | None = None  # default: python -m t2t.bin.t2t_trainer
-
-    def storage_url(self) -> str:
-        return self.storage or "sqlite:///" + os.path.abspath(
-            os.path.join(self.output_dir, "study.db"))
 
 
 def is_interrupted(trial: Any) -> bool:

@@ -50,14 +50,14 @@ def test_trainer_and_bare_paths(problem_and_data, tmp_path):
 def test_torch_resnet_has_the_t2t_models_parameters(problem_and_data):
     pytest.importorskip("torch")
     from t2t.models import t2t_model
-    from t2t.trainer.trainer import dummy_features
+    from t2t.models.t2t_model import example_features
 
     problem, data_dir = problem_and_data
     for name in ("resnet_tiny_cpu", "resnet_50"):
         hp = resnet.model_hparams(name, BATCH)
         problem_hparams = problem.problem_hparams(data_dir)
         model = t2t_model.create_model("resnet", hp, t2t_model.TRAIN, problem_hparams)
-        model.build_for(dummy_features(problem_hparams))
+        model.build_for(example_features(problem_hparams))
         shapes = sorted(tuple(v.shape) for v in model.trainable_variables)
         step = resnet.torch_step(hp, BATCH, SIZE, threads=1)
         # Same tensors up to layout: conv kernels HWIO vs OIHW, dense [in, out] vs [out, in].

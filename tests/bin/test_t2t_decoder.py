@@ -22,15 +22,16 @@ def run_dir(tmp_path_factory):
     """A training run's directory as t2t-trainer leaves it (run.json, hparams.json, a
     checkpoint of model, optimizer and input position), untrained, and its data."""
     from t2t import registry
+    from t2t.config import RuntimeConfig, TrainerConfig
     from t2t.hparams.basic import create_hparams
-    from t2t.trainer.trainer import Trainer, TrainerConfig
+    from t2t.trainer.trainer import Trainer
 
     root = tmp_path_factory.mktemp("decoder_bin")
     data_dir, output_dir = str(root / "data"), str(root / "run")
     problem = registry.problem(PROBLEM)
     problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
     trainer = Trainer(problem, "transformer", create_hparams("transformer_test", "batch_size=256"),
-                      data_dir, output_dir, TrainerConfig(train_steps=0, random_seed=1),
+                      data_dir, output_dir, TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
                       run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
     assert trainer.save().endswith("ckpt-0")
     return data_dir, output_dir

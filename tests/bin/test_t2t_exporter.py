@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from t2t.models import checkpoints
+
 PROBLEM = "algorithmic_reverse_binary40_test"
 EXPORTER = [sys.executable, "-m", "t2t.bin.t2t_exporter"]
 
@@ -25,8 +27,8 @@ def run_dir(tmp_path_factory):
     from t2t import registry
     from t2t.hparams.basic import create_hparams
     from t2t.models import t2t_model
+    from t2t.models.t2t_model import example_features
     from t2t.problems import problem as problem_lib
-    from t2t.trainer.trainer import dummy_features
 
     root = tmp_path_factory.mktemp("exporter_bin")
     data_dir, output_dir = str(root / "data"), str(root / "run")
@@ -36,8 +38,8 @@ def run_dir(tmp_path_factory):
     hparams = create_hparams("transformer_test", "batch_size=256")
     php = problem.hparams(data_dir)
     model = t2t_model.create_model("transformer", hparams, problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), output_dir, 1).save(3)
+    model.build_for(example_features(php))
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), output_dir, 1).save(3)
     with open(os.path.join(output_dir, "run.json"), "w") as f:
         json.dump({"problem": PROBLEM, "model": "transformer",
                    "hparams_set": "transformer_test", "hparams": "batch_size=256"}, f)

@@ -8,9 +8,10 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.decoding import beam_search
+from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
+from t2t.models.t2t_model import example_features
 from t2t.problems.problem import ProblemHParams
-from t2t.trainer.trainer import dummy_features
 
 VOCAB, EOS = 4, 1
 # A first-order Markov "model": log P(next | previous), rows sum to 1.
@@ -63,7 +64,7 @@ def model():
     php = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                          vocab_size={"inputs": 12, "targets": 12})
     m = registry.model("transformer")(create_hparams("transformer_test"), "infer", php)
-    m.build_for(dummy_features(php))
+    m.build_for(example_features(php))
     return m
 
 
@@ -71,8 +72,8 @@ def model():
                                     {"beam_size": 3, "top_beams": 2, "alpha": 0.0}])
 def test_cached_decoding_equals_uncached(model, kwargs):
     inputs = tf.constant([[3, 4, 5, 6, 1, 0], [7, 8, 1, 0, 0, 0], [2, 9, 9, 9, 9, 1]])
-    cached = model.infer({"inputs": inputs}, decode_length=9, **kwargs)
-    uncached = model.infer({"inputs": inputs}, decode_length=9, use_cache=False, **kwargs)
+    cached = infer_lib.infer(model, {"inputs": inputs}, decode_length=9, **kwargs)
+    uncached = infer_lib.infer(model, {"inputs": inputs}, decode_length=9, use_cache=False, **kwargs)
     np.testing.assert_array_equal(cached["outputs"].numpy(), uncached["outputs"].numpy())
     np.testing.assert_allclose(cached["scores"].numpy(), uncached["scores"].numpy(), atol=1e-4)
     expected_shape = [3, kwargs["top_beams"], 9] if kwargs.get("top_beams", 1) > 1 else [3, 9]
@@ -81,15 +82,15 @@ def test_cached_decoding_equals_uncached(model, kwargs):
 
 def test_beam_one_equals_greedy(model):
     inputs = tf.constant([[3, 4, 5, 1], [7, 8, 1, 0]])
-    greedy_out = model.infer({"inputs": inputs}, decode_length=7)
-    beam_out = model.infer({"inputs": inputs}, decode_length=7, beam_size=1)
+    greedy_out = infer_lib.infer(model, {"inputs": inputs}, decode_length=7)
+    beam_out = infer_lib.infer(model, {"inputs": inputs}, decode_length=7, beam_size=1)
     np.testing.assert_array_equal(greedy_out["outputs"].numpy(), beam_out["outputs"].numpy())
 
 
 def test_infer_in_a_tf_function_with_dynamic_length(model):
     @tf.function
     def decode(inputs):
-        return model.infer({"inputs": inputs}, decode_length=tf.shape(inputs)[1] + 3, beam_size=2)
+        return infer_lib.infer(model, {"inputs": inputs}, decode_length=tf.shape(inputs)[1] + 3, beam_size=2)
 
     assert decode(tf.constant([[3, 4, 1]]))["outputs"].shape.as_list() == [1, 6]
     assert decode(tf.constant([[3, 4, 5, 6, 1]]))["outputs"].shape.as_list() == [1, 8]
@@ -97,4 +98,4 @@ def test_infer_in_a_tf_function_with_dynamic_length(model):
 
 def test_bad_beam_arguments(model):
     with pytest.raises(ValueError, match="top_beams <= beam_size"):
-        model.infer({"inputs": tf.constant([[3, 1]])}, decode_length=3, beam_size=2, top_beams=3)
+        infer_lib.infer(model, {"inputs": tf.constant([[3, 1]])}, decode_length=3, beam_size=2, top_beams=3)

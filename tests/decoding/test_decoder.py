@@ -14,10 +14,10 @@ from t2t.decoding import decoder as decoder_lib
 from t2t.decoding.decoder import DecodeHParams, Decoder
 from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
-from t2t.models import t2t_model
+from t2t.models import checkpoints, t2t_model
+from t2t.models.t2t_model import example_features
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_problems
-from t2t.trainer.trainer import dummy_features
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 SETTINGS = "beam_size=1,batch_size=2,extra_length=3"
@@ -72,7 +72,8 @@ class ReverseModel:
 def _reverse_decoder(settings=SETTINGS, max_length=0):
     problem = registry.problem(PROBLEM)
     model = ReverseModel(problem.hparams(None), max_length)
-    return Decoder(problem, model, None, DecodeHParams.parse(settings))
+    return Decoder(problem, model, None, DecodeHParams.parse(settings),
+                   infer_fn=lambda model, features, length, **kw: model.infer(features, length, **kw))
 
 
 def _spy_batches(decoder):
@@ -212,9 +213,9 @@ def reverse_run(tmp_path_factory):
     php = problem.hparams(data_dir)
     model = t2t_model.create_model("transformer", create_hparams("transformer_test"),
                                    problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
+    model.build_for(example_features(php))
     run = str(root / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), run, 2).save(7)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 2).save(7)
     return data_dir, run
 
 
@@ -292,8 +293,8 @@ def test_class_label_problem_decodes_to_class_names(tmp_path):
     php = problem.hparams(None)
     hparams = create_hparams("transformer_test")
     model = t2t_model.create_model("transformer", hparams, problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
-    tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt-1"))
+    model.build_for(example_features(php))
+    tf.train.Checkpoint(model=checkpoints.model_trackable(model)).write(str(tmp_path / "ckpt-1"))
     loaded = decoder_lib.load_model(problem, "transformer", hparams, None, str(tmp_path / "ckpt-1"))
     labels = {"negative", "positive", "neutral"}
     decoder = Decoder(problem, loaded, None, DecodeHParams.parse("beam_size=1,batch_size=2"))

@@ -150,8 +150,9 @@ def _step_by_step(layer, x, heads, depth, decode_index=lambda t: t):
     bias = attention.causal_bias(length)
     outputs = []
     for t in range(length):
-        outputs.append(layer(x[:, t:t + 1], bias=bias[:, :, t:t + 1, :], cache=cache,
-                             decode_index=decode_index(t)))
+        out, cache = layer(x[:, t:t + 1], bias=bias[:, :, t:t + 1, :], cache=cache,
+                           decode_index=decode_index(t))
+        outputs.append(out)
     return tf.concat(outputs, axis=1).numpy(), cache
 
 
@@ -186,7 +187,7 @@ def test_cached_decoding_with_tensor_index_in_a_tf_function():
             c = {"k": cache_k, "v": cache_v}
             query = tf.gather(x, [i], axis=1)
             row = tf.gather(bias, [i], axis=2)
-            out = layer(query, bias=row, cache=c, decode_index=i)
+            out, c = layer(query, bias=row, cache=c, decode_index=i)
             return i + 1, c["k"], c["v"], outputs.write(i, out[:, 0])
 
         _, _, _, outputs = tf.while_loop(

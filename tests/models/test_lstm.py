@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.decoding import infer as infer_lib
 from t2t.hparams.hparams import HParams
 from t2t.models import lstm
 from t2t.problems.problem import ProblemHParams
@@ -232,7 +233,7 @@ def test_traces_with_unknown_lengths():
 def test_infer_matches_teacher_forced_argmax():
     """Greedy decoding re-feeding its own argmax equals argmax of logits on that output."""
     model = make("bahdanau")
-    decoded = model.infer({"inputs": INPUTS}, decode_length=6)["outputs"]
+    decoded = infer_lib.infer(model, {"inputs": INPUTS}, decode_length=6)["outputs"]
     assert decoded.shape == (3, 6)
     logits = logits_of(model, INPUTS, decoded)
     argmax = logits.argmax(-1)
@@ -295,6 +296,6 @@ def test_learns_copy_and_reverse_then_decodes(model_name, hparams_set, reverse, 
     correct = (logits.numpy().argmax(-1) == targets.numpy()) & weights
     assert correct.sum() / weights.sum() >= 0.95
 
-    decoded = tf.function(lambda x: model.infer({"inputs": x}, decode_length=7))(inputs)["outputs"]
+    decoded = tf.function(lambda x: infer_lib.infer(model, {"inputs": x}, decode_length=7))(inputs)["outputs"]
     exact = np.all(decoded.numpy() == targets.numpy(), axis=-1)
     assert exact.mean() >= 0.8

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.decoding import infer as infer_lib
 from t2t.hparams import resnet as resnet_hparams
 from t2t.hparams.hparams import HParams
 from t2t.models import resnet
@@ -161,7 +162,7 @@ def test_bad_hparams_raise_clear_errors():
 
 def test_infer_returns_a_class():
     model = resnet.Resnet(tiny_hparams(), "infer", image_problem([16, 16, 1]))
-    out = model.infer({"inputs": random_batch(3, [16, 16, 1])["inputs"]})
+    out = infer_lib.infer(model, {"inputs": random_batch(3, [16, 16, 1])["inputs"]})
     assert out["outputs"].shape == (3, 1)
     assert out["scores"].shape == (3,)
 

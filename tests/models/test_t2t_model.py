@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t.decoding import infer as infer_lib
 from t2t.hparams import basic
 from t2t.layers import modalities
 from t2t.models import t2t_model, transformer
@@ -183,7 +184,7 @@ def test_greedy_infer_stops_at_eos_and_scores_the_output():
     inputs = features(seed=3)["inputs"]
     # The generic path (whole prefix re-run each step): the forced EOS depends on the
     # absolute position, which only the full-sequence top sees.
-    result = model.infer({"inputs": inputs, "targets": tf.zeros([2, 1], tf.int32)}, decode_length=7,
+    result = infer_lib.infer(model, {"inputs": inputs, "targets": tf.zeros([2, 1], tf.int32)}, decode_length=7,
                          use_cache=False)
     outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
     assert result["outputs"].dtype == tf.int32 and outputs.shape == (2, 7)
@@ -203,7 +204,7 @@ def test_greedy_infer_stops_at_eos_and_scores_the_output():
 
 def test_greedy_infer_runs_to_decode_length_without_eos():
     model = make_model(mode="infer")
-    result = model.infer({"inputs": features()["inputs"]}, decode_length=5)
+    result = infer_lib.infer(model, {"inputs": features()["inputs"]}, decode_length=5)
     assert result["outputs"].shape == (2, 5)
     assert np.all(result["scores"].numpy() <= 0)
 
@@ -211,7 +212,7 @@ def test_greedy_infer_runs_to_decode_length_without_eos():
 def test_infer_decoder_only():
     problem = ProblemHParams(modality={"targets": "symbol"}, vocab_size={"targets": VOCAB})
     model = make_model(problem=problem, mode="infer")
-    result = model.infer({}, decode_length=4)
+    result = infer_lib.infer(model, {}, decode_length=4)
     assert result["outputs"].shape == (1, 4) and result["outputs"].dtype == tf.int32
 
 
@@ -220,7 +221,7 @@ def test_infer_class_label_problem():
                              vocab_size={"inputs": VOCAB, "targets": 5})
     model = make_model(problem=problem, mode="infer")
     batch = features(batch=3)
-    result = model.infer({"inputs": batch["inputs"]})
+    result = infer_lib.infer(model, {"inputs": batch["inputs"]})
     assert result["outputs"].shape == (3, 1) and result["outputs"].dtype == tf.int32
     logits, _ = model({"inputs": batch["inputs"]}, training=False)
     np.testing.assert_array_equal(result["outputs"].numpy()[:, 0], logits.numpy()[:, 0].argmax(-1))
@@ -231,15 +232,15 @@ def test_infer_class_label_problem():
 def test_sampling_with_top_k_1_equals_greedy():
     model = make_model(mode="infer", seed=2)
     inputs = features(batch=3, seed=5)["inputs"]
-    greedy = model.infer({"inputs": inputs}, decode_length=6)
-    sampled = model.infer({"inputs": inputs}, decode_length=6, temperature=0.8, top_k=1, seed=7)
+    greedy = infer_lib.infer(model, {"inputs": inputs}, decode_length=6)
+    sampled = infer_lib.infer(model, {"inputs": inputs}, decode_length=6, temperature=0.8, top_k=1, seed=7)
     np.testing.assert_array_equal(sampled["outputs"].numpy(), greedy["outputs"].numpy())
     np.testing.assert_allclose(sampled["scores"].numpy(), greedy["scores"].numpy(), atol=1e-5)
 
 
 def test_beam_search_returns_ranked_beams():
     model = make_model(mode="infer")
-    result = model.infer({"inputs": features()["inputs"]}, decode_length=5, beam_size=4, top_beams=2)
+    result = infer_lib.infer(model, {"inputs": features()["inputs"]}, decode_length=5, beam_size=4, top_beams=2)
     assert result["outputs"].shape == (2, 2, 5)
     scores = result["scores"].numpy()
     assert np.all(scores[:, 0] >= scores[:, 1])

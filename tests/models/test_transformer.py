@@ -201,11 +201,11 @@ def test_decoder_layer_with_cache_equals_full_decoding():
     full = layer(x, bias, memory=memory, memory_bias=memory_bias, training=False).numpy()
     depth = hidden // heads
     cache = {"k": tf.zeros([batch, heads, length, depth]), "v": tf.zeros([batch, heads, length, depth])}
-    steps = [
-        layer(x[:, t:t + 1], bias[:, :, t:t + 1], memory=memory, memory_bias=memory_bias,
-              training=False, cache=cache, decode_index=t)
-        for t in range(length)
-    ]
+    steps = []
+    for t in range(length):
+        out, cache = layer(x[:, t:t + 1], bias[:, :, t:t + 1], memory=memory,
+                           memory_bias=memory_bias, training=False, cache=cache, decode_index=t)
+        steps.append(out)
     np.testing.assert_allclose(tf.concat(steps, axis=1).numpy(), full, rtol=1e-5, atol=1e-5)
 
 

@@ -32,6 +32,7 @@ def make_hparams(**overrides):
         eval_drop_long_sequences=False,
         pack_dataset=False,
         use_fixed_batch_size=False,
+        min_length=0,
         batch_shuffle_size=4,
     )
     values.update(overrides)
@@ -277,9 +278,10 @@ def test_packed_training_batches_have_a_fixed_shape(data):
 
 def test_static_shapes(data):
     problem, data_dir = data
-    hparams = make_hparams(batch_size=64, max_length=8, static_shapes=True)
+    hparams = make_hparams(batch_size=64, max_length=8)
+    batching = ip.Batching.from_hparams(hparams, static_shapes=True)  # as the TPU hook sets it
     for mode in ("train", "eval"):
-        dataset = ip.input_dataset(problem, mode, data_dir, hparams)
+        dataset = ip.input_dataset(problem, mode, data_dir, hparams, batching=batching)
         shapes = {
             (name, tuple(value.shape))
             for batch in itertools.islice(dataset.as_numpy_iterator(), 30)

@@ -310,3 +310,43 @@ def test_module_imports_no_tensorflow():
         check=False,
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_public_names_stay_importable_from_text_encoder():
+    from t2t.problems import (
+        encoder_base,
+        sentencepiece_encoder,
+        vocab_encoders,
+        vocab_files,
+    )
+
+    assert te.TextEncoder is encoder_base.TextEncoder
+    assert te.ByteTextEncoder is encoder_base.ByteTextEncoder
+    assert te.RESERVED_TOKENS is encoder_base.RESERVED_TOKENS
+    assert te.strip_extraneous is encoder_base.strip_extraneous
+    assert te.SentencePieceEncoder is sentencepiece_encoder.SentencePieceEncoder
+    assert te.SENTENCEPIECE_UNK_ID == sentencepiece_encoder.SENTENCEPIECE_UNK_ID == 2
+    for name in ("CharacterTextEncoder", "TokenTextEncoder", "ClassLabelEncoder"):
+        assert getattr(te, name) is getattr(vocab_encoders, name)
+    assert te.DEFAULT_HINT == vocab_files.DEFAULT_HINT
+    assert (te.PAD_ID, te.EOS_ID, te.NUM_RESERVED_TOKENS) == (0, 1, 2)
+    assert te.RESERVED_TOKENS == [te.PAD, te.EOS] == ["<pad>", "<EOS>"]
+
+
+def test_encoder_modules_import_no_tensorflow():
+    modules = ", ".join(
+        f"t2t.problems.{m}"
+        for m in ("encoder_base", "vocab_encoders", "sentencepiece_encoder", "vocab_files")
+    )
+    code = f"import sys, {modules}; print('tensorflow' in sys.modules, 'sentencepiece' in sys.modules)"
+    root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(te.__file__)))
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": root},
+        check=False,
+    )
+    assert out.stdout.strip() == "False False", out.stderr

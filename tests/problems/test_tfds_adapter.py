@@ -61,6 +61,29 @@ def test_any_tfds_name_becomes_a_registered_problem() -> None:
     assert isinstance(imdb, tfds_adapter.TfdsProblem) and imdb.tfds_name == "imdb_reviews"
 
 
+def test_registry_builds_tfds_names_through_the_family_hook() -> None:
+    family = registry._problem_families[tfds_adapter.PREFIX]
+    assert family.make_problem is tfds_adapter.tfds_problem
+    assert family.make_class is tfds_adapter.tfds_problem_class
+    rev = registry.problem("tfds_glue__cola_rev")
+    assert rev.was_reversed and rev.name == "tfds_glue__cola_rev"
+    assert registry.problem_class("tfds_glue__cola") is type(rev)
+    with pytest.raises(registry.UnknownNameError, match="Did you mean: tfds_imdb_reviews"):
+        registry.problem("tfds_imdb_reviewz")
+
+
+def test_public_names_stay_importable_from_tfds_adapter() -> None:
+    from t2t.problems import tfds_features, tfds_names, tfds_problem_base
+
+    assert tfds_adapter.TfdsProblem is tfds_problem_base.TfdsProblem
+    assert tfds_adapter.KNOWN_FEATURE_MAPS is tfds_features.KNOWN_FEATURE_MAPS
+    for name in ("FeatureSpec", "TfdsMappingError", "resolve_feature_map", "feature_kind",
+                 "describe_features", "TEXT", "CLASS_LABEL", "IMAGE", "KINDS"):
+        assert getattr(tfds_adapter, name) is getattr(tfds_features, name), name
+    for name in ("PREFIX", "CONFIG_SEPARATOR", "problem_name_for", "tfds_name_for"):
+        assert getattr(tfds_adapter, name) is getattr(tfds_names, name), name
+
+
 # ------------------------------------------------------------------- mapping rules
 def _keys(specs: list[tfds_adapter.FeatureSpec]) -> dict[str, tuple[str, str]]:
     return {s.key: (s.feature, s.kind) for s in specs}

@@ -82,14 +82,15 @@ def trained_run(tmp_path_factory, data_dir) -> str:
     checkpoint ckpt-0 of model, optimizer and input position) of the tiny transformer.
     Read only: tests that run the trainer in it work on a copy."""
     from t2t import registry
+    from t2t.config import RuntimeConfig, TrainerConfig
     from t2t.hparams.basic import create_hparams
-    from t2t.trainer.trainer import Trainer, TrainerConfig
+    from t2t.trainer.trainer import Trainer
 
     output_dir = str(tmp_path_factory.mktemp("robustness_run"))
     trainer = Trainer(
         registry.problem(support.PROBLEM), support.MODEL,
         create_hparams(support.HPARAMS_SET, support.HPARAMS), data_dir, output_dir,
-        TrainerConfig(train_steps=0, random_seed=1),
+        TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
         run_info={"hparams_set": support.HPARAMS_SET, "hparams": support.HPARAMS},
     )
     assert trainer.save().endswith("ckpt-0")

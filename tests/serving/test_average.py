@@ -13,10 +13,10 @@ import tensorflow as tf
 from t2t import registry
 from t2t.decoding import decoder as decoder_lib
 from t2t.hparams.basic import create_hparams
-from t2t.models import t2t_model, variable_tracking
+from t2t.models import checkpoints, t2t_model, variable_names
+from t2t.models.t2t_model import example_features
 from t2t.problems import problem as problem_lib
 from t2t.serving import average
-from t2t.trainer.trainer import dummy_features
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 
@@ -30,10 +30,10 @@ def two_checkpoints(tmp_path_factory):
     php = registry.problem(PROBLEM).hparams(None)
     model = t2t_model.create_model("transformer", create_hparams("transformer_test"),
                                    problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
+    model.build_for(example_features(php))
     step = tf.Variable(0, dtype=tf.int64)
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=model, step=step), run, 5)
-    named = variable_tracking.named_variables(model)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model), step=step), run, 5)
+    named = variable_names.named_variables(model)
     snapshots = []
     for number in (10, 20):
         for index, variable in enumerate(named.values()):
@@ -59,7 +59,7 @@ def test_average_of_two_checkpoints_is_their_mean(two_checkpoints, tmp_path, cap
     problem = registry.problem(PROBLEM)
     model = decoder_lib.load_model(problem, "transformer", create_hparams("transformer_test"),
                                    None, str(tmp_path / "avg"))
-    named = variable_tracking.named_variables(model)
+    named = variable_names.named_variables(model)
     floats = 0
     for name, variable in named.items():
         value = variable.numpy()

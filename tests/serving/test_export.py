@@ -1,6 +1,7 @@
 """SavedModel export: layout, saved_model_cli show/run, outputs equal to model.infer and
 t2t's Decoder in processes without t2t, the parity gate, SentencePiece and images."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,12 +14,13 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.decoding import decoder as decoder_lib
+from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
-from t2t.models import t2t_model, variable_tracking
+from t2t.models import checkpoints, t2t_model, variable_names
+from t2t.models.t2t_model import example_features
 from t2t.problems import image_problems, text_problems
 from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
-from t2t.trainer.trainer import dummy_features
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 # alpha=2 favours long outputs: with the EOS bias below, beams are real token sequences.
@@ -34,8 +36,8 @@ def _untrained_run(root, problem, data_dir, seed=1):
     php = problem.hparams(data_dir)
     model = t2t_model.create_model("transformer", create_hparams("transformer_test"),
                                    problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
-    named = variable_tracking.named_variables(model)
+    model.build_for(example_features(php))
+    named = variable_names.named_variables(model)
     embedding = named["feature_modalities.inputs.embedding"].numpy()
     embedding[:, 0] = 0.0
     embedding[0, 0], embedding[1, 0] = -3.0, -0.4
@@ -44,7 +46,7 @@ def _untrained_run(root, problem, data_dir, seed=1):
     beta[0] = 3.0
     named["decoder.final.norm.beta"].assign(beta)
     run = str(root / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), run, 2).save(5)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 2).save(5)
     return run
 
 
@@ -112,7 +114,7 @@ def test_saved_model_cli_run_ids_signature_equals_model_infer(exported, tmp_path
     inputs = np.zeros([2, 8], np.int32)
     for row, ids in enumerate(INPUT_IDS):
         inputs[row, : len(ids)] = ids
-    want = exported["model"].infer({"inputs": tf.constant(inputs)}, 8 + 3, beam_size=2,
+    want = infer_lib.infer(exported["model"], {"inputs": tf.constant(inputs)}, 8 + 3, beam_size=2,
                                    top_beams=2, alpha=2.0)
     got_beams = np.load(tmp_path / "beams.npy")
     np.testing.assert_array_equal(got_beams, want["outputs"].numpy())
@@ -141,13 +143,14 @@ def test_saved_model_cli_run_text_signature_equals_decoder(exported, tmp_path):
 
 
 def test_parity_gate_rejects_an_export_with_other_settings(exported, tmp_path, monkeypatch):
-    real = export_lib.serving_settings
+    real = export_lib.build_serving_module
 
-    def broken(dhp, model):  # the serving graph decodes 2 tokens longer than t2t would
-        settings = real(dhp, model)
-        return {**settings, "extra_length": settings["extra_length"] + 2}
+    def broken(model, problem, encoders, settings, **kwargs):
+        # The serving graph decodes 2 tokens longer than t2t would.
+        longer = dataclasses.replace(settings, extra_length=settings.extra_length + 2)
+        return real(model, problem, encoders, longer, **kwargs)
 
-    monkeypatch.setattr(export_lib, "serving_settings", broken)
+    monkeypatch.setattr(export_lib, "build_serving_module", broken)
     export_dir = tmp_path / "export"
     with pytest.raises(export_lib.ParityError, match="PARITY CHECK FAILED") as error:
         export_lib.export(exported["problem"], "transformer", exported["hparams"],
@@ -180,9 +183,9 @@ def test_sentencepiece_problem_round_trips_raw_text(tmp_path):
     php = problem.hparams(data_dir)
     hparams = create_hparams("transformer_test")
     model = t2t_model.create_model("transformer", hparams, problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
+    model.build_for(example_features(php))
     run = str(tmp_path / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), run, 1).save(1)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 1).save(1)
     settings = "beam_size=1,extra_length=4"
     loaded_model = decoder_lib.load_model(problem, "transformer", hparams, data_dir, run)
     version_dir = export_lib.export(problem, "transformer", hparams, data_dir, run, None,
@@ -217,9 +220,9 @@ def test_image_classifier_serves_encoded_images_to_class_names(tmp_path):
     php = problem.hparams(data_dir)
     hparams = create_hparams("basic_fc_small")
     model = t2t_model.create_model("basic_fc_relu", hparams, problem_lib.TRAIN, php)
-    model.build_for(dummy_features(php))
+    model.build_for(example_features(php))
     run = str(tmp_path / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=model), run, 1).save(1)
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 1).save(1)
     version_dir = export_lib.export(problem, "basic_fc_relu", hparams, data_dir, run, None,
                                     "beam_size=3,return_beams=True")  # parity gate passed
     loaded = tf.saved_model.load(version_dir)

@@ -10,10 +10,12 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.config import TrainerConfig
+from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import transformer
 from t2t.trainer import run_dir
-from t2t.trainer.trainer import NonFiniteLossError, Trainer, TrainerConfig
+from t2t.trainer.trainer import NonFiniteLossError, Trainer
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 SMALL = "batch_size=256,learning_rate_warmup_steps=10"
@@ -71,7 +73,7 @@ def test_train_and_evaluate_writes_everything_then_resumes(data_dir, tmp_path):
     expected = []
     for example in dev:
         length = int(tf.shape(example["targets"])[0]) + 10
-        ids = trainer.model.infer({"inputs": example["inputs"][None]}, decode_length=length)
+        ids = infer_lib.infer(trainer.model, {"inputs": example["inputs"][None]}, decode_length=length)
         expected.append(encoder.decode(ids["outputs"][0].numpy().tolist(), strip_extraneous=True))
     outputs = [line.split("outputs: ", 1)[1] for line in texts[-1][1].split("\n") if "outputs: " in line]
     assert outputs == expected and texts[-1][1].count("inputs: ") == 3
@@ -131,7 +133,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data_dir, tmp_path):
 def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
     out = tmp_path / "run"
     trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
-    real_step, calls = trainer._train_step, []
+    real_step, calls = trainer.loop.train_step, []
 
     def interrupted(iterator, stop):
         calls.append(1)
@@ -139,7 +141,7 @@ def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
             raise KeyboardInterrupt
         return real_step(iterator, stop)
 
-    trainer._train_step = interrupted
+    trainer.loop.train_step = interrupted
     with pytest.raises(KeyboardInterrupt):
         trainer.train()
     assert _checkpoint_steps(out) == [3]
@@ -148,7 +150,7 @@ def test_ctrl_c_saves_a_checkpoint(data_dir, tmp_path):
 def test_sigterm_saves_and_stops(data_dir, tmp_path):
     out = tmp_path / "run"
     trainer = _trainer(data_dir, out, 50, save_checkpoints_steps=100)
-    real_step, calls = trainer._train_step, []
+    real_step, calls = trainer.loop.train_step, []
 
     def step_then_signal(iterator, stop):
         calls.append(1)
@@ -156,7 +158,7 @@ def test_sigterm_saves_and_stops(data_dir, tmp_path):
             os.kill(os.getpid(), signal.SIGTERM)
         return real_step(iterator, stop)
 
-    trainer._train_step = step_then_signal
+    trainer.loop.train_step = step_then_signal
     trainer.train()
     assert trainer.step == 2 and _checkpoint_steps(out) == [2]
     assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.default_int_handler, None) \

@@ -1,0 +1,332 @@
+"""The config tree: every setting of a run, declared once, with its default and help.
+
+    ExperimentConfig                 what t2t-trainer runs
+      task     TaskConfig            problem, model, hparams set and overrides, directories
+      data     DataConfig            --generate_data, downloads, mirrors, shards
+      trainer  TrainerConfig         the loop: steps, evaluation, checkpoints, logging
+      runtime  RuntimeConfig         strategy (devices, cluster, TPU), precision, determinism
+      input    InputConfig           how the input pipeline reads and shuffles (gin only)
+    DecodeHParams                    decoding (t2t-decoder --decode_hparams; the exporter)
+    ExportConfig                     t2t-exporter
+    TunerConfig                      t2t-tuner's study
+
+Each field is a `setting(...)`: its default, its help, and the flag that shows it
+(`flag=False` for gin-only settings). The binaries' absl flags are generated from these
+fields (`t2t.bin.config_flags`), and gin binds the same fields
+(`--gin_param=TrainerConfig.train_steps=2000`); a flag given on the command line wins
+over gin. Model hyperparameters are not here: they stay registered HParams sets, as in
+Tensor2Tensor. Importing this module imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import gin
+
+from t2t.hparams.hparams import HParams, HParamsError
+from t2t.registry import close_matches
+
+MIXED_PRECISION_CHOICES = ("bfloat16", "float16")
+ALL_REDUCE_CHOICES = ("auto", "ring", "nccl")
+SCHEDULES = ("train", "train_and_evaluate", "continuous_eval", "evaluate")
+SAMPLERS = ("tpe", "cmaes", "random")
+
+
+def setting(default: Any, help: str, *, flag: str | bool = True,
+            choices: tuple[str, ...] | None = None, aliases: tuple[str, ...] = ()) -> Any:
+    """A config field: `default`, its `help`, and its flag (`flag=NAME` when the flag's
+    name differs from the field's; `flag=False`: settable with gin only)."""
+    metadata = {"help": help, "flag": flag, "choices": choices, "aliases": aliases}
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: type(default)(default),
+                                 metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def replace(config: Any, **changes: Any) -> Any:
+    """A copy of `config` with `changes` (configs passed in are never edited)."""
+    return dataclasses.replace(config, **changes)
+
+
+# ------------------------------------------------------------------- the task
+@gin.configurable
+@dataclasses.dataclass
+class TaskConfig:
+    """What to train or decode, and where its files are."""
+
+    problem: str | None = setting(None, "Registered problem name (see --registry_help).")
+    model: str | None = setting(None, "Registered model name, e.g. transformer.")
+    hparams_set: str | None = setting(None, "Registered hparams set, e.g. transformer_tiny.")
+    hparams: str = setting("", "Overrides, e.g. 'learning_rate_constant=0.5,num_heads=2'.")
+    data_dir: str | None = setting(None, "Prepared data (default: $T2T_DATA_DIR or ~/t2t_data).")
+    output_dir: str | None = setting(None, "Checkpoints, summaries and results (default: "
+                                     "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).")
+
+
+@gin.configurable
+@dataclasses.dataclass
+class DataConfig:
+    """Preparing a problem's data (t2t-datagen, and t2t-trainer --generate_data)."""
+
+    generate_data: bool = setting(False, "Prepare the problem's data first (skipped if "
+                                  "present).")
+    tmp_dir: str | None = setting(None, "Downloads and extracted archives (default: "
+                                  "DATA_DIR/tmp).")
+    data_mirror: str | None = setting(None, "Where to fetch data files first: a URL prefix "
+                                      "(http://host/path/) or a local folder holding the "
+                                      "files. Default: $T2T_DATA_MIRROR.")
+    num_shards: int | None = setting(None, "Number of training shards (default: the "
+                                     "problem's).")
+    max_cases: int | None = setting(None, "Write at most this many examples per split.")
+    progress: bool = setting(True, "Show a progress line while writing.")
+
+
+# ------------------------------------------------------------------- the loop
+@gin.configurable
+@dataclasses.dataclass
+class TrainerConfig:
+    """The training loop: how long, and how often it evaluates, saves and logs."""
+
+    schedule: str = setting("train_and_evaluate", "What to run.", choices=SCHEDULES)
+    train_steps: int = setting(1000, "Total training steps (the run's last step).")
+    eval_steps: int = setting(100, "Dev batches per evaluation; <= 0 for the whole dev set.")
+    local_eval_frequency: int = setting(1000, "Evaluate every this many steps.")
+    save_checkpoints_steps: int = setting(1000, "Checkpoint every this many steps.")
+    keep_checkpoint_max: int = setting(20, "Checkpoints kept.")
+    log_every_steps: int = setting(100, "Progress line and summaries every this many steps.")
+    warm_start_from: str | None = setting(None, "Checkpoint (or dir) to load weights from.")
+    decode_summaries: int = setting(3, "Dev examples decoded greedily into TensorBoard text "
+                                    "at each evaluation.", flag=False)
+    checkpoint_iterator: bool = setting(True, "Save the input position with the checkpoints "
+                                        "(exact resume, one device).", flag=False)
+
+
+# ---------------------------------------------------------------- the runtime
+@gin.configurable
+@dataclasses.dataclass
+class RuntimeConfig:
+    """Process-wide settings, applied once at start-up (t2t.trainer.runtime): the
+    tf.distribute strategy, numeric precision, determinism and seeds."""
+
+    worker_gpu: int = setting(0, "GPUs to mirror over (-1: all visible).")
+    cpu_devices: int = setting(0, "Mirror over this many logical CPU devices (testing "
+                               "multi-replica training without GPUs).")
+    tf_config: str | None = setting(None, "The cluster as TF_CONFIG JSON (default: "
+                                    "$TF_CONFIG).", flag=False)
+    worker_hosts: str = setting("", "Multi-worker training without a TF_CONFIG: "
+                                "'host:port,host:port' of every worker (this one at "
+                                "--worker_id).")
+    worker_id: int = setting(0, "This worker's index in --worker_hosts.")
+    worker_replicas: int = setting(0, "Number of workers (checked against --worker_hosts).")
+    all_reduce: str = setting("auto", "Multi-worker all-reduce implementation.",
+                              choices=ALL_REDUCE_CHOICES)
+    collective_timeout_s: float = setting(
+        300.0, "Seconds a multi-worker collective may wait for the other workers before the "
+        "job fails (0: forever).", flag="collective_timeout")
+    ps_replicas: int = setting(0, "Parameter servers (with --sync=false and a TF_CONFIG that "
+                               "lists them; see t2t-launch --num_ps).")
+    sync: bool = setting(True, "Synchronous training; --sync=false with ps tasks: "
+                         "asynchronous ParameterServerStrategy.")
+    use_tpu: bool = setting(False, "Train on a Cloud TPU (TPUStrategy).")
+    tpu: str | None = setting(None, "TPU name or grpc:// address for --use_tpu ('local' on a "
+                              "TPU VM).", aliases=("master", "cloud_tpu_name"))
+    xla_compile: bool = setting(False, "Compile the forward/backward pass with XLA.")
+    mixed_precision: str | None = setting(None, "Compute in 16 bits (float16 adds loss "
+                                          "scaling).", choices=MIXED_PRECISION_CHOICES)
+    deterministic: bool = setting(False, "Repeatable run: op determinism, fixed seeds, "
+                                  "ordered input (slower).")
+    random_seed: int | None = setting(None, "Seed of weights, dropout and data order.")
+
+
+@gin.configurable
+@dataclasses.dataclass
+class InputConfig:
+    """How the input pipeline reads and shuffles (not what a batch is: that is in the
+    model's hparams, batch_size and max_length, as in Tensor2Tensor).
+
+    deterministic: reproducible element order (op determinism is the runtime's job):
+      with a seed, a pipeline built again yields the same batches (iterating one
+      dataset object again continues its shuffles, like a new epoch).
+    """
+
+    shuffle_buffer_size: int = setting(1024, "Examples in the TRAIN shuffle buffer (0: no "
+                                       "shuffling).", flag=False)
+    parse_batch_size: int = setting(256, "Serialized records parsed per tf.io.parse_example "
+                                    "call.", flag=False)
+    num_parallel_reads: int | None = setting(None, "Files read at once (None: AUTOTUNE).",
+                                             flag=False)
+    deterministic: bool = setting(False, "Reproducible element order.", flag=False)
+    seed: int | None = setting(None, "Seed of the file, example and batch shuffles (None: "
+                               "random).", flag=False)
+    prefetch_batches: int | None = setting(None, "Batches prepared ahead of the consumer "
+                                           "(None: AUTOTUNE).", flag=False)
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """Everything t2t-trainer needs, as one tree (Model Garden's ExperimentConfig)."""
+
+    task: TaskConfig = dataclasses.field(default_factory=TaskConfig)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    trainer: TrainerConfig = dataclasses.field(default_factory=TrainerConfig)
+    runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
+    input: InputConfig = dataclasses.field(default_factory=InputConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ------------------------------------------------------------------ decoding
+class DecodeHParamsError(HParamsError):
+    """A bad --decode_hparams string or value."""
+
+
+@gin.configurable
+@dataclasses.dataclass
+class DecodeHParams:
+    """Settings of a decoding run (`--decode_hparams="beam_size=4,alpha=0.6"`), also
+    baked into an export.
+
+    max_input_length: 0 takes the model's hparams.max_length, or
+      decoding.settings.DEFAULT_MAX_INPUT_LENGTH when that is 0 too.
+    """
+
+    beam_size: int = setting(4, "1 is greedy (or sampling, with temperature > 0); more is "
+                             "beam search.", flag=False)
+    alpha: float = setting(0.6, "Beam search's length penalty exponent: scores are "
+                           "log-probabilities / ((5 + length) / 6) ** alpha.", flag=False)
+    extra_length: int = setting(50, "Tokens decoded beyond the longest input of a batch.",
+                                flag=False)
+    batch_size: int = setting(32, "Inputs decoded together.", flag=False)
+    return_beams: bool = setting(False, "Write every beam, tab-separated, best first.",
+                                 flag=False)
+    write_beam_scores: bool = setting(False, "Write each output's score after it "
+                                      "(tab-separated).", flag=False)
+    temperature: float = setting(0.0, "Sampling temperature (beam_size=1 only); 0 is greedy.",
+                                 flag=False)
+    top_k: int = setting(0, "Sample among the k most likely tokens (0: all).", flag=False)
+    top_p: float = setting(1.0, "Sample within the nucleus of probability top_p.", flag=False)
+    max_input_length: int = setting(0, "Inputs are cut to this many tokens (before EOS); 0: "
+                                    "the model's max_length.", flag=False)
+
+    @classmethod
+    def parse(cls, text: str | None) -> DecodeHParams:
+        """The defaults overridden by "name=value,..." (values type-checked)."""
+        defaults = dataclasses.asdict(cls())
+        hp = HParams(**defaults)
+        for part in (text or "").split(","):
+            name = part.split("=", 1)[0].strip()
+            if name and "=" in part and name not in defaults:
+                matches = close_matches(name, defaults)
+                hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
+                raise DecodeHParamsError(
+                    f"Unknown decode hparam {name!r}.{hint} Known: {', '.join(defaults)}."
+                )
+        try:
+            hp.parse(text or "")
+        except HParamsError as e:
+            raise DecodeHParamsError(f"--decode_hparams={text!r}: {e}") from None
+        result = cls(**hp.values())
+        result.validate()
+        return result
+
+    def validate(self) -> None:
+        """DecodeHParamsError listing every out-of-range value."""
+        checks = [
+            (self.beam_size < 1, f"beam_size={self.beam_size} (need >= 1)"),
+            (self.batch_size < 1, f"batch_size={self.batch_size} (need >= 1)"),
+            (self.extra_length < 0, f"extra_length={self.extra_length} (need >= 0)"),
+            (self.temperature < 0, f"temperature={self.temperature} (need >= 0)"),
+            (self.top_k < 0, f"top_k={self.top_k} (need >= 0)"),
+            (not 0.0 < self.top_p <= 1.0, f"top_p={self.top_p} (need 0 < top_p <= 1)"),
+            (self.max_input_length < 0,
+             f"max_input_length={self.max_input_length} (need >= 0)"),
+            (self.temperature > 0 and self.beam_size > 1,
+             "temperature > 0 samples, which needs beam_size=1"),
+        ]
+        problems = [message for failed, message in checks if failed]
+        if problems:
+            raise DecodeHParamsError(f"Bad decode hparams: {'; '.join(problems)}.")
+
+    def to_string(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in dataclasses.asdict(self).items())
+
+    @classmethod
+    def help_string(cls) -> str:
+        """'name=default,...' of every decode hparam, for --decode_hparams' help."""
+        return cls().to_string()
+
+
+# -------------------------------------------------------------------- export
+@gin.configurable
+@dataclasses.dataclass
+class ExportConfig:
+    """t2t-exporter: where the SavedModel goes and how it is checked."""
+
+    export_dir: str | None = setting(None, "Where the versioned SavedModels go (default: "
+                                     "OUTPUT_DIR/export).")
+    skip_parity_check: bool = setting(False, "Do not verify the export against t2t's own "
+                                      "decoding in a fresh process.")
+    ids_only: bool = setting(False, "Leave out the text signature (no in-graph tokenizer): "
+                             "serving_default is then the tf.Example signature.")
+    parity_examples: int = setting(6, "Dev examples decoded by the parity check.", flag=False)
+
+
+# -------------------------------------------------------------------- tuning
+@gin.configurable
+@dataclasses.dataclass
+class TunerConfig:
+    """A hyperparameter study (t2t-tuner): what to tune, and how. `trainer_args` are given
+    to every trial's trainer (the problem, model, hparams set, data dir, steps, ...; not
+    --output_dir or --hparams); `direction` comes from --maximize/--minimize."""
+
+    output_dir: str = setting("", "The study's directory.", flag=False)
+    hparams_range: str = setting("", "Registered ranged hparams set: the search space, e.g. "
+                                 "transformer_tiny_range (see --registry_help).")
+    objective: str = setting("", "The eval metric to optimize, e.g. accuracy_per_sequence, "
+                             "neg_log_perplexity, accuracy or loss.")
+    hparams_set: str = setting("", "The hparams set every trial starts from.", flag=False)
+    trainer_args: list[str] = setting([], "Flags of every trial's trainer.", flag=False)
+    hparams: str = setting("", "The user's overrides; a trial's sampled values win.",
+                           flag=False)
+    direction: str = setting("maximize", "maximize or minimize the objective.", flag=False)
+    num_trials: int = setting(10, "Stop when the study holds this many finished trials "
+                              "(complete, pruned or failed; counted over all tuner "
+                              "processes).")
+    parallel_trials: int = setting(1, "Trials this process runs at once.")
+    sampler: str = setting("tpe", "How trials pick values: TPE, CMA-ES (float/int ranges; "
+                           "needs the cmaes package) or random.", choices=SAMPLERS)
+    seed: int = setting(0, "Seed of the sampler (trial N uses seed + N).", flag="sampler_seed")
+    study_name: str | None = setting(None, "Default: PROBLEM-MODEL-HPARAMS_SET-HPARAMS_RANGE-"
+                                     "OBJECTIVE.")
+    storage: str | None = setting(None, "Where the study lives: default sqlite:///OUTPUT_DIR/"
+                                  "study.db (one host); for many hosts a database all reach, "
+                                  "e.g. postgresql://user:password@host/db.")
+    pruning: bool = setting(True, "Stop trials whose evaluations fall below the median of "
+                            "earlier trials at the same step (Optuna's MedianPruner).")
+    pruning_startup_trials: int = setting(3, "Complete trials before pruning starts.")
+    heartbeat_seconds: int = setting(10, "Trials of a dead tuner are re-run after 3 "
+                                     "heartbeats.")
+    poll_seconds: float = setting(2.0, "How often a running trial's evaluations are read.",
+                                  flag=False)
+    trainer_command: list[str] | None = setting(None, "The trainer each trial runs (default: "
+                                                "python -m t2t.bin.t2t_trainer).", flag=False)
+
+    def storage_url(self) -> str:
+        import os
+
+        return self.storage or "sqlite:///" + os.path.abspath(
+            os.path.join(self.output_dir, "study.db"))
+
+
+# Fields that moved between configs: gin bindings of the old names are translated
+# (with a warning) by t2t.gin_config, so existing gin files keep working.
+MOVED_SETTINGS = {
+    f"TrainerConfig.{name}": f"RuntimeConfig.{name}"
+    for name in ("xla_compile", "mixed_precision", "deterministic", "random_seed")
+}
+
+CONFIGS = (TaskConfig, DataConfig, TrainerConfig, RuntimeConfig, InputConfig, DecodeHParams,
+           ExportConfig, TunerConfig)

@@ -1,0 +1,81 @@
+"""Decode settings resolved for a model, and decoded ids as text: the one resolution that
+t2t-decoder and t2t-exporter (which bakes the settings into the SavedModel) share.
+
+    settings = resolve(DecodeHParams.parse("beam_size=4"), model)
+    infer.infer(model, features, decode_length, **settings.infer_args())
+    text = target_text(ids, encoders.get("targets"), settings.is_class_label)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from t2t.config import DecodeHParams
+from t2t.problems import text_encoder
+
+# max_input_length when neither the decode hparams nor the model's hparams set one.
+DEFAULT_MAX_INPUT_LENGTH = 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeSettings:
+    """What decoding a given model does (DecodeHParams with the model's defaults).
+
+    top_beams: outputs returned per input (beam_size with return_beams, else 1; at most
+    the number of classes for a classifier). max_input_length: tokens kept per input.
+    """
+
+    beam_size: int
+    top_beams: int
+    alpha: float
+    extra_length: int
+    temperature: float
+    top_k: int
+    top_p: float
+    return_beams: bool
+    max_input_length: int
+
+    def infer_args(self) -> dict[str, Any]:
+        """Keyword arguments of `t2t.decoding.infer.infer`."""
+        return {"beam_size": self.beam_size, "top_beams": self.top_beams, "alpha": self.alpha,
+                "temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def sampling(self) -> bool:
+        """Whether outputs are drawn at random (temperature > 0, one beam)."""
+        return self.temperature > 0 and self.beam_size == 1
+
+
+def resolve(decode_hparams: DecodeHParams, model: Any) -> DecodeSettings:
+    """The settings `decode_hparams` mean for `model` (its problem and hparams)."""
+    dhp = decode_hparams
+    dhp.validate()
+    php = model.problem_hparams
+    top_beams = dhp.beam_size if dhp.return_beams else 1
+    if php.is_classifier:
+        top_beams = min(top_beams, php.vocab_size.get("targets") or 1)
+    hparams = getattr(model, "hparams", None)
+    model_max = hparams.max_length if hparams is not None and "max_length" in hparams else 0
+    return DecodeSettings(
+        beam_size=dhp.beam_size, top_beams=top_beams, alpha=dhp.alpha,
+        extra_length=dhp.extra_length, temperature=dhp.temperature, top_k=dhp.top_k,
+        top_p=dhp.top_p, return_beams=dhp.return_beams,
+        max_input_length=dhp.max_input_length or model_max or DEFAULT_MAX_INPUT_LENGTH,
+    )
+
+
+def target_text(ids: Any, encoder: Any, is_class_label: bool) -> str:
+    """Output ids as text: a class name (the first id), or the text of the ids up to EOS
+    (ids joined by spaces when the problem has no encoder)."""
+    if is_class_label:
+        label = int(np.asarray(ids).reshape(-1)[0])
+        return encoder.decode([label]) if encoder is not None else str(label)
+    if encoder is None:
+        return " ".join(str(i) for i in text_encoder.strip_extraneous(ids))
+    return encoder.decode(ids, strip_extraneous=True)

@@ -1,0 +1,125 @@
+"""What problems and models agree on, and nothing else: feature modalities, reserved
+token ids, modes, and `ProblemHParams` (a problem's description of its features).
+
+Problems and models never import each other; both import this module (no TensorFlow,
+no registry). A problem fills a `ProblemHParams`; the Task, decoder or exporter hands
+it to the model, which builds its modalities from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+# Reserved token ids of every text vocabulary: 0 pads, 1 ends a sequence.
+PAD = "<pad>"
+EOS = "<EOS>"
+RESERVED_TOKENS = (PAD, EOS)
+NUM_RESERVED_TOKENS = len(RESERVED_TOKENS)
+PAD_ID = 0
+EOS_ID = 1
+
+# Modes, as tf.estimator's ModeKeys spelled them.
+TRAIN = "train"
+EVAL = "eval"
+PREDICT = "infer"
+MODES = (TRAIN, EVAL, PREDICT)
+
+
+class Modality:
+    """Names of the per-feature modalities a model builds bottom/top/loss from."""
+
+    SYMBOL = "symbol"  # token ids -> embeddings; logits over the vocabulary
+    CLASS_LABEL = "class_label"  # one label id per example
+    IMAGE = "image"  # uint8 [H, W, C]
+    REAL = "real"  # float vectors
+    IDENTITY = "identity"  # passed through unchanged
+
+    ALL = (SYMBOL, CLASS_LABEL, IMAGE, REAL, IDENTITY)
+
+
+class SpaceID:
+    """Tensor2Tensor's input/target space ids (a hint some models embed)."""
+
+    GENERIC = 0
+    IMAGE_LABEL = 1
+    EN_CHR = 2
+    EN_TOK = 3
+    EN_BPE_TOK = 4
+    FR_CHR = 5
+    FR_TOK = 6
+    DE_CHR = 7
+    DE_TOK = 8
+    DE_BPE_TOK = 9
+    DIGIT_0 = 10
+    DIGIT_1 = 11
+    AUDIO_WAV = 12
+    AUDIO_SPECTRAL = 13
+    PARSE_CHR = 14
+    PARSE_TOK = 15
+    ZH_TOK = 16
+    ICE_CHAR = 17
+    ICE_TOK = 18
+    ICE_PARSE_TOK = 19
+    MK_TOK = 20
+    CS_TOK = 21
+    CS_CHR = 22
+    DNA = 23
+    REAL = 24
+    IMAGE = 25
+    PEPTIDE = 26
+    PY_TOK = 27
+    CPP_TOK = 28
+    STROKES = 29
+    PICKLED_PYTHON = 30
+
+
+@dataclasses.dataclass
+class ProblemHParams:
+    """What a model needs to know about a problem's features.
+
+    modality: feature name ("inputs", "targets") -> a Modality name.
+    vocab_size: feature name -> vocabulary size (or number of classes), None if n/a.
+    batch_size_means_tokens: whether hparams.batch_size counts tokens (text) or
+      examples (images, classification).
+    image_shape: [height, width, channels] of image features.
+    """
+
+    modality: dict[str, str]
+    vocab_size: dict[str, int | None]
+    input_space_id: int = SpaceID.GENERIC
+    target_space_id: int = SpaceID.GENERIC
+    loss_multiplier: float = 1.0
+    batch_size_multiplier: int = 1
+    stop_at_eos: bool = False
+    was_reversed: bool = False
+    batch_size_means_tokens: bool = True
+    image_shape: list[int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ProblemHParams:
+        return cls(**values)
+
+    def reversed(self) -> ProblemHParams:
+        """The hparams with inputs and targets swapped."""
+        swap = {"inputs": "targets", "targets": "inputs"}
+        return dataclasses.replace(
+            self,
+            modality={swap.get(k, k): v for k, v in self.modality.items()},
+            vocab_size={swap.get(k, k): v for k, v in self.vocab_size.items()},
+            input_space_id=self.target_space_id,
+            target_space_id=self.input_space_id,
+            was_reversed=not self.was_reversed,
+        )
+
+    @property
+    def has_inputs(self) -> bool:
+        return "inputs" in self.modality
+
+    @property
+    def is_classifier(self) -> bool:
+        """Whether the targets are one class label per example."""
+        return self.modality.get("targets") == Modality.CLASS_LABEL

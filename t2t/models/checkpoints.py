@@ -1,0 +1,165 @@
+"""Model checkpoints: finding them, checking their files, and the model's part of them.
+
+The trainer's checkpoints hold a "model" object whose children are the model's
+variables under their stable names (`variable_names.named_variables`), next to the
+optimizer (and the input position):
+
+    root = tf.train.Checkpoint(model=model_trackable(model), optimizer=optimizer)
+
+`restore` reads the model (and whatever else is given) from a checkpoint written by
+any t2t version: a checkpoint of format 1 (before issue #18, names from Keras' private
+attributes) is read through the names that format used.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from typing import Any
+
+import tensorflow as tf
+
+from t2t.models import variable_names
+
+MODEL_KEY = "model"
+_OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, incomplete, or does not fit the model."""
+
+
+class NoCheckpointError(CheckpointError, FileNotFoundError):
+    """No checkpoint where one was expected."""
+
+
+# ---------------------------------------------------------------- finding
+def _no_checkpoint(path: str, why: str = "") -> NoCheckpointError:
+    return NoCheckpointError(
+        f"no checkpoint in {path}{why}: train first with t2t-trainer --output_dir={path} ... "
+        f"or pass --checkpoint_path (a run directory or a prefix such as DIR/ckpt-1000)"
+    )
+
+
+def resolve_checkpoint(checkpoint_path: str) -> str:
+    """A checkpoint prefix from a prefix or a run directory (its latest checkpoint)."""
+    path = os.path.expanduser(checkpoint_path)
+    if "://" not in path:  # a local path: say what is missing
+        if os.path.isdir(path) and not os.path.isfile(os.path.join(path, "checkpoint")):
+            raise _no_checkpoint(path)
+        if not os.path.exists(path) and not os.path.exists(path + ".index"):
+            raise _no_checkpoint(path, " (no such directory or checkpoint prefix)")
+    if tf.io.gfile.isdir(path):
+        latest = tf.train.latest_checkpoint(path)
+        if not latest:
+            raise _no_checkpoint(path)
+        return latest
+    if not tf.io.gfile.exists(path + ".index"):
+        raise _no_checkpoint(path, f" (no {os.path.basename(path)}.index)")
+    return path
+
+
+def missing_checkpoint_files(path: str) -> list[str]:
+    """The files of checkpoint prefix `path` (DIR/ckpt-N) that are absent.
+
+    A checkpoint is an index file and data shards named PREFIX.data-IIIII-of-NNNNN; an
+    interrupted copy or a full disk can leave some of them out.
+    """
+    index = path + ".index"
+    if not os.path.exists(index):
+        return [index]
+    shards = glob.glob(glob.escape(path) + ".data-*-of-*")
+    counts = {int(m.group(1)) for s in shards if (m := re.search(r"-of-(\d+)$", s))}
+    count = max(counts) if counts else 1
+    expected = [f"{path}.data-{i:05d}-of-{count:05d}" for i in range(count)]
+    return [f for f in expected if not os.path.exists(f)]
+
+
+def _complete_earlier_checkpoints(path: str) -> list[str]:
+    directory = os.path.dirname(path)
+    earlier = []
+    try:
+        with open(os.path.join(directory, "checkpoint"), encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("all_model_checkpoint_paths:"):
+                    name = line.split(":", 1)[1].strip().strip('"')
+                    candidate = name if os.path.isabs(name) else os.path.join(directory, name)
+                    if candidate != path and not missing_checkpoint_files(candidate):
+                        earlier.append(candidate)
+    except OSError:
+        pass
+    return earlier
+
+
+def damaged_checkpoint_message(path: str) -> str | None:
+    """A message saying how to recover when checkpoint `path` lacks files, else None."""
+    missing = missing_checkpoint_files(path)
+    if not missing:
+        return None
+    directory = os.path.dirname(path)
+    earlier = _complete_earlier_checkpoints(path)
+    fix = (f"the last complete one is {earlier[-1]}: delete {path}.* and point "
+           f"{os.path.join(directory, 'checkpoint')} at {os.path.basename(earlier[-1])!r} "
+           f"(model_checkpoint_path) to resume from it" if earlier else
+           "no earlier complete checkpoint is listed: restore the missing files")
+    return (f"The checkpoint {path} is incomplete: {', '.join(missing)} is missing (an "
+            f"interrupted copy or a full disk?). Nothing was changed; {fix}.")
+
+
+# ------------------------------------------------------------ the model part
+def model_trackable(model: Any, names: dict[str, Any] | None = None) -> tf.train.Checkpoint:
+    """The model's part of a checkpoint: its variables under their stable names (or
+    under `names`, {checkpoint name: variable})."""
+    return tf.train.Checkpoint(**(names or variable_names.named_variables(model)))
+
+
+def object_graph(path: str) -> Any:
+    """The TrackableObjectGraph proto of checkpoint `path` (what it holds, by name)."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(tf.train.load_checkpoint(path).get_tensor(_OBJECT_GRAPH_KEY))
+    return graph
+
+
+def saved_model_names(path: str) -> set[str]:
+    """The names of the variables under "model" in checkpoint `path`."""
+    nodes = object_graph(path).nodes
+    model_ids = [c.node_id for c in nodes[0].children if c.local_name == MODEL_KEY]
+    if not model_ids:
+        raise CheckpointError(f"{path} holds no model (no {MODEL_KEY!r} object).")
+    return {child.local_name for child in nodes[model_ids[0]].children}
+
+
+def names_in_checkpoint(model: Any, path: str) -> dict[str, Any]:
+    """{name in checkpoint `path`: variable}: the stable names when the checkpoint uses
+    them, else the format-1 names it holds. A variable the checkpoint lacks keeps its
+    stable name (the restore's match check then names it)."""
+    saved = saved_model_names(path)
+    variables = variable_names.named_variables(model)
+    if set(variables) <= saved:
+        return variables
+    legacy = variable_names.legacy_names(model)
+    chosen = {}
+    for name, variable in variables.items():
+        spelled = next((n for n in (name, *legacy[name]) if n in saved), name)
+        chosen[spelled] = variable
+    return chosen
+
+
+def restore(path: str, model: Any, **others: Any) -> Any:
+    """Reads the model (and `others`: optimizer=..., train_iterator=...) from checkpoint
+    `path`; returns the load status. Raises CheckpointError when a variable of the model
+    (or a part of `others`) is not in the checkpoint."""
+    damaged = damaged_checkpoint_message(path)
+    if damaged:
+        raise CheckpointError(damaged)
+    root = tf.train.Checkpoint(
+        model=model_trackable(model, names_in_checkpoint(model, path)), **others)
+    try:
+        status = root.read(path)
+        status.assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+        raise CheckpointError(f"The checkpoint {path} does not match ({str(e)[:300]})") from e
+    return status

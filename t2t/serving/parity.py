@@ -1,0 +1,243 @@
+"""The export parity gate: a SavedModel must decode exactly as t2t's Decoder does.
+
+A fresh Python process that imports only TensorFlow (and tensorflow_text for
+SentencePiece) loads the export (t2t/serving/parity_worker.py, started by path) and
+decodes dev examples through both signatures; t2t's Decoder decodes the same inputs
+from the same checkpoint and settings. Texts must be equal and scores within 1e-3,
+else ParityError lists the differing examples.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import json
+import logging as std_logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from absl import logging
+
+from t2t.config import DecodeHParams
+from t2t.decoding import decoder as decoder_lib
+from t2t.features import EOS_ID, Modality
+from t2t.problems import problem as problem_lib
+from t2t.problems import text_encoder
+from t2t.serving import parity_worker
+from t2t.serving.serving_module import EXAMPLES_SIGNATURE, TEXT_SIGNATURE, ExportError
+
+SCORE_TOLERANCE = 1e-3
+EXPORT_INFO_FILE = "t2t_export.json"  # in the export's assets.extra/
+WORKER_TIMEOUT_S = 1800
+
+
+class ParityError(ExportError):
+    """The SavedModel, loaded in a fresh process, decodes differently from t2t."""
+
+
+@contextlib.contextmanager
+def quiet(name: str, level: int = std_logging.ERROR):
+    """Raises the level of the Python logger `name` for a while."""
+    logger = std_logging.getLogger(name)
+    previous = logger.level
+    logger.setLevel(max(level, previous))
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+def dev_examples(problem: problem_lib.Problem, data_dir: str | None, count: int,
+                 is_image: bool) -> list[dict[str, Any]]:
+    """The first `count` dev examples: {"ids": stored input ids} or {"image": PNG bytes}."""
+    import tensorflow as tf
+
+    files = problem.data_files(data_dir, problem_lib.DEV_SPLIT)
+    examples = []
+    for record in tf.data.TFRecordDataset(files).take(count):
+        parsed = tf.train.Example.FromString(record.numpy()).features.feature
+        if is_image:
+            examples.append({"image": parsed["image/encoded"].bytes_list.value[0]})
+        else:
+            key = "targets" if problem.was_reversed else "inputs"
+            examples.append({"ids": list(parsed[key].int64_list.value)})
+    return examples
+
+
+def _raw_inputs(dev: list[dict[str, Any]], encoder: Any, is_image: bool,
+                extra_texts: Sequence[str]) -> list[bytes]:
+    """What a client sends the text signature: dev inputs as text (plus edge cases),
+    or the encoded images."""
+    if is_image:
+        return [e["image"] for e in dev]
+    texts = []
+    for e in dev:
+        stripped = text_encoder.strip_extraneous(e["ids"])
+        texts.append(encoder.decode(stripped) if encoder is not None
+                     else " ".join(map(str, stripped)))
+    return [t.encode("utf-8") for t in [*texts, *extra_texts]]
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def serve_in_fresh_process(export_path: str, info: dict[str, Any],
+                           text_batches: list[list[bytes]],
+                           example_batches: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """The export's outputs for the batches, from parity_worker in a new interpreter."""
+    request = {
+        "export_dir": os.path.abspath(export_path),
+        "needs_tensorflow_text": info["needs_tensorflow_text"],
+        "text_signature": info["text_signature"],
+        "text_batches": [[base64.b64encode(v).decode("ascii") for v in b] for b in text_batches],
+        "example_batches": [
+            [{"ids": e["ids"]} if "ids" in e else {"image": base64.b64encode(e["image"]).decode("ascii")}
+             for e in b] for b in example_batches],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        request_path, result_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
+        with open(request_path, "w", encoding="utf-8") as f:
+            json.dump(request, f)
+        process = subprocess.run(
+            [sys.executable, parity_worker.__file__, request_path, result_path],
+            capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+            timeout=WORKER_TIMEOUT_S, cwd=tmp,
+        )
+        if process.returncode != 0 or not os.path.exists(result_path):
+            raise ParityError(
+                f"The SavedModel at {export_path} failed to load or run in a fresh process "
+                f"(exit {process.returncode}); the export was deleted. Its error:\n"
+                f"{process.stderr[-4000:]}"
+            )
+        with open(result_path, encoding="utf-8") as f:
+            served = json.load(f)
+    if served["t2t_modules"]:
+        raise ParityError(f"the parity process imported t2t ({served['t2t_modules'][:3]})")
+    return served
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(b))
+
+
+@dataclasses.dataclass
+class _Comparison:
+    """Served outputs against t2t's DecodeResults, collecting the differences."""
+
+    sampling: bool
+    compared: int = 0
+    differences: list[str] = dataclasses.field(default_factory=list)
+    samples: list[dict[str, str]] = dataclasses.field(default_factory=list)
+
+    def add(self, kind: str, label: str, want: decoder_lib.DecodeResult, text: str,
+            score: float, beams: list[tuple[str, float]] | None) -> None:
+        self.compared += 1
+        if kind == TEXT_SIGNATURE and len(self.samples) < 5:
+            self.samples.append({"input": label, "output": text})
+        if self.sampling:
+            return
+        problems = []
+        if text != want.text:
+            problems.append(f"output {text!r} != t2t {want.text!r}")
+        if not _close(score, want.score):
+            problems.append(f"score {score:.5f} != t2t {want.score:.5f}")
+        if beams is not None and (
+                [t for t, _ in beams] != [t for t, _ in want.beams]
+                or not all(_close(a, b) for (_, a), (_, b) in zip(beams, want.beams, strict=True))):
+            problems.append(f"beams {beams} != t2t {want.beams}")
+        if problems:
+            self.differences.append(f"[{kind}] input {label}: " + "; ".join(problems))
+
+
+def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
+                  batches: list[list[bytes]], served: list[dict[str, Any]], is_image: bool) -> None:
+    for batch_values, out in zip(batches, served, strict=True):
+        if is_image:
+            wants = decoder.decode_features([problem.decode_image(v).numpy() for v in batch_values])
+            labels = ["<image>"] * len(batch_values)
+        else:
+            texts = [v.decode("utf-8") for v in batch_values]
+            with quiet("absl"):  # "line N is empty" for the edge-case lines
+                wants = decoder.decode_texts(texts)
+            labels = [repr(t) for t in texts]
+        for row, want in enumerate(wants):
+            beams = (list(zip(out["beams"][row], out["beam_scores"][row], strict=True))
+                     if decoder.settings.return_beams else None)
+            comparison.add(TEXT_SIGNATURE, labels[row], want, out["outputs"][row],
+                           out["scores"][row], beams)
+
+
+def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
+                      batches: list[list[dict[str, Any]]], served: list[dict[str, Any]],
+                      is_image: bool) -> None:
+    for batch, out in zip(batches, served, strict=True):
+        if is_image:
+            prepared = [problem.decode_image(e["image"]).numpy() for e in batch]
+            labels = ["<image>"] * len(batch)
+        else:
+            prepared = [np.asarray([*text_encoder.strip_extraneous(e["ids"])[
+                :decoder.max_input_length], EOS_ID], np.int32) for e in batch]
+            labels = [str(e["ids"]) for e in batch]
+        for row, want in enumerate(decoder.decode_features(prepared)):
+            beams = None
+            if decoder.settings.return_beams:
+                beams = [(decoder.target_text(ids), score) for ids, score in
+                         zip(out["beams"][row], out["beam_scores"][row], strict=True)]
+            comparison.add(EXAMPLES_SIGNATURE, labels[row], want,
+                           decoder.target_text(out["outputs"][row]), out["scores"][row], beams)
+
+
+def check_parity(
+    export_path: str,
+    problem: problem_lib.Problem,
+    model: Any,
+    data_dir: str | None,
+    decode_hparams: DecodeHParams,
+    num_examples: int = 6,
+    extra_texts: Sequence[str] = ("",),
+    info: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Decodes dev examples with the SavedModel in a fresh process (TensorFlow only) and
+    with t2t's Decoder; ParityError naming the differences unless they agree.
+
+    Returns a report {"examples": decodes compared, "sampling": whether outputs were
+    only checked to run (temperature > 0 samples), "samples": a few (input, output) pairs
+    of the text signature}."""
+    if info is None:
+        with open(os.path.join(export_path, "assets.extra", EXPORT_INFO_FILE),
+                  encoding="utf-8") as f:
+            info = json.load(f)
+    is_image = model.problem_hparams.modality.get("inputs") == Modality.IMAGE
+    dev = dev_examples(problem, data_dir, num_examples, is_image)
+    batch_size = max(1, min(decode_hparams.batch_size, 4))
+    decoder = decoder_lib.Decoder(problem, model, data_dir,
+                                  dataclasses.replace(decode_hparams, batch_size=batch_size))
+    # The same inputs for both sides, in batches of the same composition.
+    raw = _raw_inputs(dev, problem.feature_encoders(data_dir).get("inputs"), is_image, extra_texts)
+    text_batches = _chunks(raw, batch_size) if info["text_signature"] else []
+    example_batches = _chunks(dev, batch_size)
+    served = serve_in_fresh_process(export_path, info, text_batches, example_batches)
+    comparison = _Comparison(sampling=decoder.settings.sampling)
+    if info["text_signature"]:
+        _compare_text(comparison, decoder, problem, text_batches, served["text"], is_image)
+    _compare_examples(comparison, decoder, problem, example_batches, served["examples"], is_image)
+    if comparison.differences:
+        shown = "\n  ".join(comparison.differences[:10])
+        more = len(comparison.differences) - 10
+        raise ParityError(
+            f"PARITY CHECK FAILED: the SavedModel decodes {len(comparison.differences)} of "
+            f"{comparison.compared} examples differently from t2t's Decoder on the same "
+            f"checkpoint; the export at {export_path} was deleted.\n  {shown}"
+            f"{f'{chr(10)}  ... and {more} more' if more > 0 else ''}"
+        )
+    if comparison.sampling:
+        logging.warning("temperature > 0 samples: the parity check only ran the signatures.")
+    return {"examples": comparison.compared, "sampling": comparison.sampling,
+            "samples": comparison.samples}

@@ -1,0 +1,197 @@
+"""The tf.Module a SavedModel export saves, and its two signatures.
+
+    serving_default   {"inputs": string [B]} raw text (image problems: encoded PNG/JPEG
+                      bytes) -> {"outputs": string [B], "scores": float32 [B]}
+                      (+ "beams" string [B, K], "beam_scores" [B, K] with return_beams)
+    serve_tf_example  {"examples": string [B]} serialized tf.train.Examples with int64
+                      "inputs" ids (images: "image/encoded") -> {"outputs": int64 [B, L]
+                      ids, 0 after EOS, "scores"} (+ "beams" int64 [B, K, L], ...)
+
+How the weights are held: the module tracks the model's underlying `tf.Variable`s
+(`keras.Variable.value`) in a list, and the signatures are closures over the model, so
+the Keras model itself is not part of the saved object graph. Tracking the Keras model
+(or its `keras.Variable`s) saves a SavedModel that `saved_model_cli show` accepts but
+that fails in `saved_model_cli run` / TF Serving with "Could not find variable".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from t2t.decoding import infer as infer_lib
+from t2t.decoding.settings import DecodeSettings
+from t2t.features import Modality
+from t2t.models import variable_names
+from t2t.serving import tokenizers
+
+TEXT_SIGNATURE = "serving_default"
+EXAMPLES_SIGNATURE = "serve_tf_example"
+
+
+class ExportError(ValueError):
+    """A model or problem that cannot be exported as asked."""
+
+
+def underlying_variables(model: Any) -> list[tf.Variable]:
+    """The tf.Variables that hold the model's weights (what its graph reads)."""
+    found, seen = [], set()
+    for variable in [*model.variables, *variable_names.named_variables(model).values()]:
+        inner = variable if isinstance(variable, tf.Variable) else variable.value
+        if not isinstance(inner, tf.Variable):
+            raise ExportError(f"cannot find the tf.Variable of {getattr(variable, 'path', variable)}")
+        if id(inner) not in seen:
+            seen.add(id(inner))
+            found.append(inner)
+    return found
+
+
+def _model_input_spec(problem_name: str, php: Any) -> tf.TensorSpec:
+    """What the model decodes: int32 ids [B, L], or uint8 images [B, H, W, C]."""
+    kind = php.modality.get("inputs")
+    if kind is None:
+        raise ExportError(
+            f"{problem_name} has no inputs (a language model): the exporter serves models "
+            f"that decode inputs into targets."
+        )
+    if kind == Modality.SYMBOL:
+        return tf.TensorSpec([None, None], tf.int32)
+    if kind != Modality.IMAGE:
+        raise ExportError(f"{problem_name}: cannot serve {kind} inputs.")
+    shape = list(php.image_shape or [])
+    if len(shape) != 3 or any(d is None for d in shape):
+        raise ExportError(
+            f"{problem_name}: images of varying size ({shape}); serving needs a fixed image_size."
+        )
+    return tf.TensorSpec([None, *shape], tf.uint8)
+
+
+def _decode_images_fn(image_shape: list[int]):
+    """Encoded PNG/JPEG/GIF/BMP bytes [B] -> uint8 [B, H, W, C], resized if needed."""
+    height, width, channels = image_shape
+
+    def one(data):
+        image = tf.io.decode_image(data, channels=channels if channels in (1, 3, 4) else 0,
+                                   dtype=tf.uint8, expand_animations=False)
+        same = tf.reduce_all(tf.equal(tf.shape(image)[:2], [height, width]))
+        image = tf.cond(
+            same, lambda: image,
+            lambda: tf.cast(tf.clip_by_value(tf.round(
+                tf.image.resize(image, [height, width])), 0, 255), tf.uint8),
+        )
+        return tf.ensure_shape(image, image_shape)
+
+    def decode_images(encoded):
+        return tf.map_fn(one, encoded, fn_output_signature=tf.TensorSpec(image_shape, tf.uint8))
+
+    return decode_images
+
+
+class _Builder:
+    """Builds the signatures over one traced decode of the model."""
+
+    def __init__(self, model: Any, settings: DecodeSettings, input_spec: tf.TensorSpec):
+        self.model, self.settings = model, settings
+        self.is_image = input_spec.dtype == tf.uint8
+        self.is_class_label = model.problem_hparams.is_classifier
+        self.image_shape = input_spec.shape.as_list()[1:]
+        self.decode_images = _decode_images_fn(self.image_shape) if self.is_image else None
+        self.run_model = tf.function(self._run_model, input_signature=[input_spec])
+
+    def _run_model(self, inputs):
+        """The model's decode of prepared inputs -> (best [B, L], score [B], beams
+        [B, K, L], beam scores [B, K]), as t2t's Decoder runs it."""
+        s = self.settings
+        decode_length = (tf.shape(inputs)[1] if not self.is_image else 0) + s.extra_length
+        result = infer_lib.infer(self.model, {"inputs": inputs}, decode_length, **s.infer_args())
+        outputs, scores = result["outputs"], result["scores"]
+        if s.top_beams > 1:
+            return outputs[:, 0], scores[:, 0], outputs, scores
+        return outputs, scores, outputs[:, None], scores[:, None]
+
+    def _prepare_ids(self, ragged):
+        """Stored ids (ragged, EOS included) -> cut at EOS, to max_input_length, + EOS."""
+        return tokenizers.append_eos(tokenizers.strip_ids(tf.cast(ragged, tf.int32).to_tensor(0)),
+                                     int(self.settings.max_input_length))
+
+    def examples_signature(self):
+        """serve_tf_example: serialized tf.train.Examples in, ids out (stock ops only)."""
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve_tf_example(examples):
+            if self.is_image:
+                parsed = tf.io.parse_example(
+                    examples, {"image/encoded": tf.io.FixedLenFeature((), tf.string)})
+                inputs = self.decode_images(parsed["image/encoded"])
+            else:
+                parsed = tf.io.parse_example(examples, {"inputs": tf.io.RaggedFeature(tf.int64)})
+                inputs = self._prepare_ids(parsed["inputs"])
+            best, score, beams, beam_scores = self.run_model(inputs)
+            out = {"outputs": tf.cast(best, tf.int64), "scores": score}
+            if self.settings.return_beams:
+                out["beams"] = tf.cast(beams, tf.int64)
+                out["beam_scores"] = beam_scores
+            return out
+
+        return serve_tf_example.get_concrete_function()
+
+    def _texts(self, target_tok, best, beams):
+        """Decoded ids as strings: outputs [B], and beams [B, K] with return_beams."""
+        if self.is_class_label:
+            outputs = target_tok.decode(best[:, 0])
+            return outputs, target_tok.decode(beams[:, :, 0]) if self.settings.return_beams else None
+        outputs = target_tok.decode(best)
+        if not self.settings.return_beams:
+            return outputs, None
+        shape = tf.shape(beams)
+        flat = tf.reshape(beams, [shape[0] * shape[1], shape[2]])
+        return outputs, tf.reshape(target_tok.decode(flat), shape[:2])
+
+    def text_signature(self, module: tf.Module):
+        """serving_default: raw strings in, decoded strings out (tokenizers in the graph)."""
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+        def serve_text(inputs):
+            if self.is_image:
+                prepared = self.decode_images(inputs)
+            else:
+                # As t2t's Decoder reads lines: invalid UTF-8 replaced by U+FFFD.
+                text = tf.strings.unicode_transcode(
+                    inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+                prepared = module.inputs_tokenizer.encode_for_model(
+                    text, int(self.settings.max_input_length))
+            best, score, beams, beam_scores = self.run_model(prepared)
+            outputs, beam_texts = self._texts(module.targets_tokenizer, best, beams)
+            out = {"outputs": outputs, "scores": score}
+            if self.settings.return_beams:
+                out["beams"], out["beam_scores"] = beam_texts, beam_scores
+            return out
+
+        return serve_text.get_concrete_function()
+
+
+def build_serving_module(
+    model: Any,
+    problem: Any,
+    encoders: dict[str, Any],
+    settings: DecodeSettings,
+    *,
+    text_signature: bool = True,
+) -> tuple[tf.Module, dict[str, Any]]:
+    """(tf.Module to save, {signature name: concrete function}) of a loaded model.
+
+    Without `text_signature`, serving_default is the tf.Example signature (no in-graph
+    tokenizer, so no tensorflow_text ops)."""
+    builder = _Builder(model, settings, _model_input_spec(problem.name, model.problem_hparams))
+    module = tf.Module(name="t2t_serving")
+    # Plain tf.Variables (not the Keras model): see the module docstring.
+    module.model_variables = underlying_variables(model)
+    examples = builder.examples_signature()
+    if not text_signature:
+        return module, {TEXT_SIGNATURE: examples, EXAMPLES_SIGNATURE: examples}
+    if not builder.is_image:
+        module.inputs_tokenizer = tokenizers.from_encoder(encoders.get("inputs"))
+    module.targets_tokenizer = tokenizers.from_encoder(encoders.get("targets"))
+    return module, {TEXT_SIGNATURE: builder.text_signature(module),
+                    EXAMPLES_SIGNATURE: examples}

@@ -1,0 +1,170 @@
+"""What differs per strategy, as small hooks the training loop calls.
+
+    hooks = hooks_for(runtime)
+    batching = hooks.batching(task.batching())          # TPU: fixed shapes
+    iterator = hooks.train_iterator(dataset_fn)
+    step = hooks.train_step(replica_step)
+    loss, grad_norm, counts, stop = hooks.run_steps(step, iterator, ...)
+
+- `StrategyHooks` (one device, MirroredStrategy, MultiWorkerMirroredStrategy): each call
+  runs one step on every replica and reduces [loss, grad norm, stop, examples, tokens]
+  in one collective (between workers each collective is a network round trip).
+- `ParameterServerHooks`: the chief schedules steps on the workers through a
+  ClusterCoordinator, up to the next log/checkpoint/eval boundary, and evaluates by
+  itself on the variables the ps tasks hold.
+- `TPUHooks`: one program per shape, so fixed [batch, max_length] batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import tensorflow as tf
+
+from t2t.problems import input_pipeline
+from t2t.trainer import strategy as strategy_lib
+from t2t.trainer.runtime import Runtime
+
+
+def _is_trackable(obj: Any) -> bool:
+    try:
+        tf.train.Checkpoint(probe=obj)
+        return True
+    except ValueError:
+        return False
+
+
+class StrategyHooks:
+    """Default hooks: one program on every replica per step (the input distributed by
+    `distribute_datasets_from_function`)."""
+
+    parameter_server = False
+
+    def __init__(self, runtime: Runtime):
+        self.runtime = runtime
+        self.strategy = runtime.strategy
+
+    def batching(self, batching: input_pipeline.Batching) -> input_pipeline.Batching:
+        """The batching the strategy can run (unchanged here)."""
+        return batching
+
+    def train_iterator(self, dataset_fn: Callable[[Any], Any]) -> Any:
+        return iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+
+    def iterator_checkpointable(self, iterator: Any) -> bool:
+        """Whether the input position can be saved with the checkpoints."""
+        return _is_trackable(iterator)
+
+    def train_step(self, replica_step: Callable) -> Callable:
+        """step(iterator, stop float32) -> (loss, grad_norm, [examples, tokens], stop)."""
+        strategy = self.strategy
+
+        def replica_step_with_stop(features, stop):
+            loss, grad_norm, counts = replica_step(features)
+            head = tf.stack([tf.cast(loss, tf.float32), tf.cast(grad_norm, tf.float32)])
+            stop = tf.reshape(tf.cast(stop, tf.float32), [1])
+            return tf.concat([head, stop, tf.cast(counts, tf.float32)], axis=0)
+
+        @tf.function
+        def train_step(iterator, stop):
+            packed = strategy.run(replica_step_with_stop, args=(next(iterator), stop))
+            summed = strategy.reduce(tf.distribute.ReduceOp.SUM, packed, axis=None)
+            # Each replica's loss is its share of the global mean: their sum is the mean.
+            # The norm is averaged. Any process asked to stop (SIGTERM): all stop after
+            # this step, together.
+            norm = summed[1] / strategy.num_replicas_in_sync
+            return summed[0], norm, summed[3:], summed[2]
+
+        return train_step
+
+    def run_steps(self, train_step: Callable, iterator: Any, step: int, target: int,
+                  every: Sequence[int], stop_requested: bool
+                  ) -> tuple[float, float, list[float], bool]:
+        """Runs one step; (loss, grad norm, [examples, tokens], whether all agreed to stop)."""
+        stop = tf.constant(1.0 if stop_requested else 0.0)
+        loss, grad_norm, counts, stops = train_step(iterator, stop)
+        return float(loss), float(grad_norm), counts.numpy().tolist(), float(stops) > 0
+
+    def eval_dataset(self, dataset_fn: Callable[[Any], Any]) -> Any:
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    def eval_step(self, replica_eval: Callable) -> Callable:
+        """features -> metrics summed over replicas (traced once for any bucket shape)."""
+        strategy = self.strategy
+
+        @tf.function(reduce_retracing=True)
+        def eval_step(features):
+            per_replica = strategy.run(replica_eval, args=(features,))
+            return tf.nest.map_structure(
+                lambda v: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None), per_replica
+            )
+
+        return eval_step
+
+
+class ParameterServerHooks(StrategyHooks):
+    """Asynchronous training: the chief schedules steps on the workers."""
+
+    parameter_server = True
+
+    def __init__(self, runtime: Runtime):
+        super().__init__(runtime)
+        self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(
+            self.strategy)
+
+    def train_iterator(self, dataset_fn: Callable[[Any], Any]) -> Any:
+        # Each worker reads its own copy of the pipeline.
+        return iter(self.coordinator.create_per_worker_dataset(
+            lambda: self.strategy.distribute_datasets_from_function(dataset_fn)))
+
+    def iterator_checkpointable(self, iterator: Any) -> bool:
+        return False
+
+    def train_step(self, replica_step: Callable) -> Callable:
+        strategy = self.strategy
+
+        @tf.function
+        def ps_train_step(iterator):  # runs on one worker, scheduled by the chief
+            return strategy.run(replica_step, args=(next(iterator),))
+
+        return ps_train_step
+
+    def run_steps(self, train_step: Callable, iterator: Any, step: int, target: int,
+                  every: Sequence[int], stop_requested: bool
+                  ) -> tuple[float, float, list[float], bool]:
+        """Schedules the steps up to the next log/checkpoint/eval boundary (or `target`);
+        the last step's loss and norm, and [examples, tokens] of all the steps run."""
+        boundary = min(target, *((step // n + 1) * n for n in every if n > 0))
+        results = [self.coordinator.schedule(train_step, args=(iterator,))
+                   for _ in range(max(boundary - step, 1))]
+        self.coordinator.join()
+        loss, grad_norm, _ = results[-1].fetch()
+        counts = [sum(float(r.fetch()[2][i]) for r in results) for i in range(2)]
+        return float(loss), float(grad_norm), counts, False
+
+    def eval_dataset(self, dataset_fn: Callable[[Any], Any]) -> Any:
+        return dataset_fn(None)  # the chief evaluates by itself, reading the ps variables
+
+    def eval_step(self, replica_eval: Callable) -> Callable:
+        return tf.function(replica_eval, reduce_retracing=True)
+
+
+class TPUHooks(StrategyHooks):
+    """TPUs compile one program per shape: fixed [batch, max_length] batches."""
+
+    def batching(self, batching: input_pipeline.Batching) -> input_pipeline.Batching:
+        if not batching.max_length:
+            raise strategy_lib.StrategyError(
+                "TPU training needs fixed shapes: set --hparams=max_length=N.")
+        return dataclasses.replace(batching, static_shapes=True)
+
+
+def hooks_for(runtime: Runtime) -> StrategyHooks:
+    """The hooks of the runtime's strategy."""
+    if strategy_lib.is_parameter_server(runtime.strategy):
+        return ParameterServerHooks(runtime)
+    if strategy_lib.is_tpu(runtime.strategy):
+        return TPUHooks(runtime)
+    return StrategyHooks(runtime)

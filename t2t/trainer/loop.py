@@ -1,0 +1,259 @@
+"""The training loop: runs steps, checkpoints, evaluates, writes summaries, stops.
+
+It receives ready objects (a Task, the built model and optimizer, the run's
+checkpoints, the strategy hooks) and builds none of them: see t2t.trainer.trainer,
+which assembles a run. Stopping: train_steps reached, SIGTERM (agreed between all
+processes at the next step, then saved), Ctrl-C (saved), a NaN/Inf loss (the last good
+checkpoint is kept), or a cluster peer lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import signal
+import time
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from t2t.config import InputConfig, TrainerConfig
+from t2t.decoding import infer
+from t2t.problems import input_pipeline
+from t2t.problems import problem as problem_lib
+from t2t.trainer import metrics as metrics_lib
+from t2t.trainer import run_dir, summaries
+from t2t.trainer.checkpointing import RunCheckpoints
+from t2t.trainer.hooks import StrategyHooks
+from t2t.trainer.task import Task
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+class ClusterError(RuntimeError):
+    """Another process of a multi-worker run stopped answering (or failed)."""
+
+
+# What a collective or a remote call raises when a peer process is gone or too slow.
+PEER_ERRORS = (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
+               tf.errors.CancelledError, tf.errors.AbortedError, tf.errors.InternalError)
+
+
+class TrainingLoop:
+    """Steps, checkpoints, evaluation, summaries and stopping for one run."""
+
+    def __init__(self, task: Task, hooks: StrategyHooks, model: Any, optimizer: Any,
+                 learning_rate: Any, checkpoints: RunCheckpoints, iterator: Any,
+                 config: TrainerConfig, output_dir: str, *, input_config: InputConfig,
+                 batching: input_pipeline.Batching, xla_compile: bool = False):
+        self.task, self.hooks, self.model, self.optimizer = task, hooks, model, optimizer
+        self.learning_rate, self.checkpoints, self.iterator = learning_rate, checkpoints, iterator
+        self.config, self.output_dir = config, output_dir
+        self.input_config, self.batching = input_config, batching
+        self.is_chief = hooks.runtime.is_chief
+        self.in_cluster = hooks.runtime.task[0] is not None
+        self.stop_requested = False
+        self.loss_history: list[tuple[int, float]] = []  # (step, training loss) here
+        self.train_step = hooks.train_step(task.train_step_fn(model, optimizer, xla_compile))
+        self._eval_step = None
+        self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
+        if self.is_chief:
+            self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
+            self.eval_writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+        else:
+            self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
+
+    @property
+    def step(self) -> int:
+        return int(self.optimizer.iterations.numpy())
+
+    def save(self) -> str | None:
+        """A checkpoint at the current step (see RunCheckpoints.save)."""
+        return self.checkpoints.save(self.step)
+
+    # ------------------------------------------------------------------- train
+    def _install_signal_handlers(self):
+        def request_stop(signum, frame):
+            logging.warning("Signal %d: saving a checkpoint and stopping.", signum)
+            self.stop_requested = True
+
+        previous = signal.getsignal(signal.SIGTERM)
+        try:
+            signal.signal(signal.SIGTERM, request_stop)
+        except ValueError:  # not the main thread
+            return lambda: None
+        return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def _run_steps(self, target: int) -> tuple[float, float, list[float]]:
+        """One step (or, with parameter servers, a batch of them): (loss, grad norm,
+        [examples, tokens] of the steps run)."""
+        config = self.config
+        every = (config.log_every_steps, config.save_checkpoints_steps,
+                 config.local_eval_frequency)
+        try:
+            loss, grad_norm, counts, stop = self.hooks.run_steps(
+                self.train_step, self.iterator, self.step, target, every, self.stop_requested)
+        except PEER_ERRORS as e:
+            if not (self.in_cluster or self.hooks.parameter_server):
+                raise
+            raise ClusterError(
+                f"Training stopped at step {self.step}: another process of the cluster "
+                f"failed or stopped answering ({type(e).__name__}: "
+                f"{(str(e).strip().splitlines() or [''])[0][:200]}). "
+                f"The last checkpoint ({self.checkpoints.latest or 'none yet'}) "
+                f"is kept: re-run the same launch command to resume from it."
+            ) from e
+        self.stop_requested = self.stop_requested or stop
+        return loss, grad_norm, counts
+
+    def _log(self, progress: summaries.Progress, step: int, loss: float, grad_norm: float,
+             counts: list[float]) -> None:
+        line = progress.update(step, loss, *counts)
+        if line is None:
+            return
+        lr = float(self.learning_rate(step))
+        print(f"{line} lr {lr:.3g}", flush=True)
+        with self.train_writer.as_default(step=step):
+            tf.summary.scalar("loss", loss)
+            tf.summary.scalar("learning_rate", lr)
+            tf.summary.scalar("gradient_global_norm", grad_norm)
+            for name, value in progress.rates().items():
+                tf.summary.scalar(name, value)
+
+    def _check_finite(self, step: int, loss: float) -> None:
+        if not math.isfinite(loss):
+            raise NonFiniteLossError(
+                f"The training loss became {loss} at step {step}. The last good "
+                f"checkpoint ({self.checkpoints.manager.latest_checkpoint or 'none yet'}) is "
+                f"kept. Try a lower learning rate (--hparams=learning_rate_constant=...), "
+                f"gradient clipping (clip_grad_norm) or float32."
+            )
+
+    def train(self, until_step: int | None = None, evaluate_every: bool = False) -> dict[str, float]:
+        """Trains to `until_step` (default train_steps); evaluates on the way if asked."""
+        config = self.config
+        target = config.train_steps if until_step is None else until_step
+        if self.step >= target:
+            logging.info("Already at step %d >= %d: nothing to train.", self.step, target)
+            return {}
+        restore_signals = self._install_signal_handlers()
+        progress = summaries.Progress(self.step, target, config.log_every_steps)
+        last_metrics: dict[str, float] = {}
+        try:
+            while self.step < target and not self.stop_requested:
+                loss, grad_norm, counts = self._run_steps(target)
+                step = self.step
+                self.loss_history.append((step, loss))
+                self._check_finite(step, loss)
+                self._log(progress, step, loss, grad_norm, counts)
+                if step % config.save_checkpoints_steps == 0:
+                    self.save()
+                if evaluate_every and step % config.local_eval_frequency == 0 and step < target:
+                    last_metrics = self.evaluate()
+        except KeyboardInterrupt:
+            path = self.save()
+            print(f"Interrupted at step {self.step}: saved {path}. Re-run the same command to resume.")
+            raise
+        finally:
+            restore_signals()
+        path = self.save()
+        if self.stop_requested:
+            print(f"Stopped by a signal at step {self.step}: saved {path}.", flush=True)
+        return last_metrics
+
+    def train_and_evaluate(self) -> dict[str, float]:
+        """Trains to train_steps, evaluating every local_eval_frequency steps and at the end."""
+        self.train(evaluate_every=True)
+        if self.stop_requested:
+            return {}
+        return self.evaluate()
+
+    # ---------------------------------------------------------------- evaluate
+    def _eval_dataset(self) -> Any:
+        config = dataclasses.replace(self.input_config, deterministic=True)
+        return self.hooks.eval_dataset(self.task.input_fn(problem_lib.EVAL, config,
+                                                          self.batching))
+
+    def evaluate(self) -> dict[str, float]:
+        """Metrics on the dev split (eval_steps batches, or all of it when eval_steps <= 0)."""
+        if self._eval_step is None:
+            names = self.task.eval_metric_names()
+            self._eval_step = self.hooks.eval_step(
+                lambda features: self.task.validation_step(features, self.model, names))
+        accumulator = metrics_lib.MetricsAccumulator()
+        batches = 0
+        for features in self._eval_dataset():
+            if 0 < self.config.eval_steps <= batches:
+                break
+            accumulator.add(tf.nest.map_structure(lambda t: t.numpy(), self._eval_step(features)))
+            batches += 1
+        results = accumulator.result()
+        step = self.step
+        if not self.is_chief:
+            return results
+        run_dir.append_eval_results(self.output_dir, step, results)
+        with self.eval_writer.as_default(step=step):
+            for name, value in results.items():
+                tf.summary.scalar(name, value)
+            self._decode_summaries()
+        shown = " ".join(f"{k} {v:.4f}" for k, v in sorted(results.items()))
+        print(f"eval step {step}: {shown} ({batches} batches)", flush=True)
+        return results
+
+    def _summary_batch(self) -> dict[str, tf.Tensor] | None:
+        count = self.config.decode_summaries
+        if not count or "targets" not in self.task.problem_hparams.modality:
+            return None
+        dataset = self.task.problem.dataset(problem_lib.EVAL, self.task.data_dir,
+                                            deterministic=True)
+        if "inputs" not in dataset.element_spec:
+            return None
+        examples = dataset.take(count).map(lambda e: {"inputs": e["inputs"],
+                                                      "targets": e["targets"]})
+        return next(iter(examples.padded_batch(count)), None)
+
+    def _decode_summaries(self) -> None:
+        """A few dev examples decoded greedily in one batch, as TensorBoard text."""
+        try:
+            batch = self._summary_batch()
+            if batch is None:
+                return
+            if self._summary_decoder is None:
+                model = self.model
+                self._summary_decoder = tf.function(
+                    lambda inputs, length: infer.infer(
+                        model, {"inputs": inputs}, decode_length=length)["outputs"],
+                    reduce_retracing=True)
+            length = tf.constant(int(tf.shape(batch["targets"])[1]) + 10, tf.int32)
+            outputs = self._summary_decoder(batch["inputs"], length).numpy()
+            encoders = self.task.problem.feature_encoders(self.task.data_dir)
+            decode = lambda key, ids: summaries.decode_ids(encoders.get(key), ids)  # noqa: E731
+            lines = [
+                f"inputs: {decode('inputs', inputs)}  \n"
+                f"targets: {decode('targets', targets)}  \n"
+                f"outputs: {decode('targets', output)}"
+                for inputs, targets, output in zip(
+                    batch["inputs"].numpy(), batch["targets"].numpy(), outputs, strict=True)
+            ]
+            tf.summary.text("decoded_examples", "\n\n".join(lines))
+        except Exception as e:  # a summary must never stop training
+            logging.warning("Could not decode examples for TensorBoard: %s", e)
+
+    def continuous_eval(self, timeout_s: float = 600.0, poll_s: float = 5.0) -> dict[str, float]:
+        """Evaluates each new checkpoint until train_steps is reached or none appears in time."""
+        last, results, waited = None, {}, 0.0
+        while waited < timeout_s:
+            latest = self.checkpoints.latest
+            if latest and latest != last:
+                self.checkpoints.read_latest(latest)
+                results, last, waited = self.evaluate(), latest, 0.0
+                if self.step >= self.config.train_steps:
+                    break
+            else:
+                time.sleep(poll_s)
+                waited += poll_s
+        return results

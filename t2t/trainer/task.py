@@ -1,0 +1,135 @@
+"""Task: a problem and a model, and what training them means (Model Garden's Task).
+
+    task = Task(problem, "transformer", hparams, data_dir)
+    model = task.build_model()                                  # weights created
+    optimizer, learning_rate = task.build_optimizer(model, train_steps=1000)
+    dataset_fn = task.input_fn(TRAIN, InputConfig(), task.batching())
+    replica_step = task.train_step_fn(model, optimizer)         # inside strategy.run
+    metrics = task.validation_step(features, model)             # inside strategy.run
+
+A Task knows nothing of strategies, loops, checkpoints or process-wide state: the
+loop (t2t.trainer.loop) runs its steps under the runtime's strategy hooks.
+
+The loss of a replica is its sum of token losses divided by the token count of the
+global batch, so Keras' `apply_gradients` (which sums gradients over replicas) applies
+the exact global mean; auxiliary losses and weight decay are averaged over replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from t2t.config import InputConfig
+from t2t.hparams.hparams import HParams
+from t2t.models import t2t_model
+from t2t.problems import input_pipeline
+from t2t.problems import problem as problem_lib
+from t2t.trainer import learning_rate as lr_lib
+from t2t.trainer import metrics as metrics_lib
+from t2t.trainer import optimizers
+
+TRAINING_LOSS = "training"  # the key of the loss the model minimizes
+
+
+def count_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
+    """float32 [examples, non-padding tokens] of a batch (tokens of inputs and targets)."""
+    examples = tf.cast(tf.shape(features["targets"])[0], tf.float32)
+    tokens = tf.constant(0.0)
+    for name in ("inputs", "targets"):
+        value = features.get(name)
+        if value is not None and value.dtype.is_integer and len(value.shape) == 2:
+            tokens += tf.reduce_sum(tf.cast(tf.not_equal(value, 0), tf.float32))
+    return tf.stack([examples, tokens])
+
+
+class Task:
+    """A registered model trained on a problem, with T2T-style hparams."""
+
+    def __init__(self, problem: problem_lib.Problem, model_name: str, hparams: HParams,
+                 data_dir: str):
+        self.problem, self.model_name, self.hparams = problem, model_name, hparams
+        self.data_dir = data_dir
+        self.problem_hparams = problem.hparams(data_dir)
+
+    # ------------------------------------------------------------------ building
+    def build_model(self, mode: str = problem_lib.TRAIN) -> t2t_model.T2TModel:
+        """The model with all its weights (call inside the strategy's scope)."""
+        model = t2t_model.create_model(self.model_name, self.hparams, mode, self.problem_hparams)
+        model.build_weights()
+        return model
+
+    def build_optimizer(self, model: Any, train_steps: int, mixed_precision: str | None = None
+                        ) -> tuple[Any, lr_lib.LearningRateSchedule]:
+        """(optimizer built for the model's variables, its learning-rate schedule)."""
+        learning_rate = lr_lib.LearningRateSchedule(self.hparams, train_steps)
+        optimizer = optimizers.create_optimizer(self.hparams, learning_rate,
+                                                mixed_precision=mixed_precision)
+        optimizer.build(model.trainable_variables)
+        return optimizer, learning_rate
+
+    def batching(self) -> input_pipeline.Batching:
+        """What a batch is, from the hparams (batch_size, max_length, ...)."""
+        return input_pipeline.Batching.from_hparams(self.hparams)
+
+    def input_fn(self, mode: str, config: InputConfig, batching: input_pipeline.Batching
+                 ) -> Callable[[Any], Any]:
+        """`dataset_fn(input_context)` of per-replica batches of the mode's split."""
+        return input_pipeline.make_input_fn(self.problem, mode, self.data_dir, self.hparams,
+                                            config, batching)
+
+    def eval_metric_names(self) -> list[str]:
+        return metrics_lib.trainable_metric_names(self.problem.eval_metrics())
+
+    # --------------------------------------------------------------------- steps
+    def build_losses(self, losses: dict[str, tuple[tf.Tensor, tf.Tensor]],
+                     variables: list[Any]) -> tf.Tensor:
+        """This replica's share of the loss to minimize (in a replica context): the
+        training loss over the global token count, plus the auxiliary losses and weight
+        decay divided among the replicas."""
+        ctx = tf.distribute.get_replica_context()
+        numerator, denominator = losses[TRAINING_LOSS]
+        global_denominator = ctx.all_reduce(tf.distribute.ReduceOp.SUM, denominator)
+        loss = numerator / tf.maximum(global_denominator, 1.0)
+        for name, (value, _) in losses.items():
+            if name != TRAINING_LOSS:
+                loss += value / ctx.num_replicas_in_sync
+        return loss + optimizers.weight_decay_loss(variables, self.hparams) / ctx.num_replicas_in_sync
+
+    def train_step_fn(self, model: Any, optimizer: Any, xla_compile: bool = False
+                      ) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor, tf.Tensor]]:
+        """A replica's training step: features -> (loss, gradient global norm,
+        [examples, tokens]); the forward/backward pass is XLA-compiled if asked."""
+        variables = model.trainable_variables
+        clip_norm = self.hparams.clip_grad_norm
+
+        def forward_backward(features):
+            with tf.GradientTape() as tape:
+                _, losses = model(features, training=True)
+                loss = self.build_losses(losses, variables)
+                scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
+            return loss, tape.gradient(scaled, variables), count_tokens(features)
+
+        if xla_compile:
+            forward_backward = tf.function(forward_backward, jit_compile=True)
+
+        def train_step(features):
+            loss, grads, counts = forward_backward(features)
+            grads, grad_norm = optimizers.clip_gradients(
+                grads, clip_norm, loss_scale=getattr(optimizer, "dynamic_scale", None))
+            optimizer.apply_gradients(zip(grads, variables, strict=True))
+            return loss, grad_norm, counts
+
+        return train_step
+
+    def validation_step(self, features: dict[str, tf.Tensor], model: Any,
+                        metric_names: list[str]) -> dict[str, tf.Tensor]:
+        """A replica's evaluation of one batch: {metric: [sum, count], "loss": ...}."""
+        logits, losses = model(features, training=False)
+        results = metrics_lib.compute_metrics(
+            metric_names, logits, features["targets"], self.problem_hparams.modality["targets"]
+        )
+        results["loss"] = losses[TRAINING_LOSS]
+        return results

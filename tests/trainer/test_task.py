@@ -1,0 +1,53 @@
+"""Task: model, optimizer, inputs, losses and the per-replica steps, without a loop."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t import registry
+from t2t.config import InputConfig
+from t2t.hparams.basic import create_hparams
+from t2t.problems import problem as problem_lib
+from t2t.trainer import task as task_lib
+
+PROBLEM = "algorithmic_reverse_binary40_test"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    data_dir = str(tmp_path_factory.mktemp("data"))
+    problem = registry.problem(PROBLEM)
+    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
+    hparams = create_hparams("transformer_test", "batch_size=128")
+    return task_lib.Task(problem, "transformer", hparams, data_dir)
+
+
+def test_count_tokens_counts_examples_and_non_padding_tokens():
+    features = {"inputs": tf.constant([[3, 4, 1, 0], [3, 1, 0, 0]]),
+                "targets": tf.constant([[4, 1], [1, 0]])}
+    np.testing.assert_array_equal(task_lib.count_tokens(features).numpy(), [2.0, 8.0])
+
+
+def test_a_train_step_lowers_the_loss_of_a_batch(task):
+    model = task.build_model()
+    assert model.trainable_variables  # weights exist before the first step
+    optimizer, learning_rate = task.build_optimizer(model, train_steps=100)
+    assert float(learning_rate(0)) >= 0
+    batch = next(iter(task.input_fn(problem_lib.TRAIN, InputConfig(seed=1), task.batching())(None)))
+    step = tf.function(lambda features: tf.distribute.get_strategy().run(
+        task.train_step_fn(model, optimizer), args=(features,)))
+    losses = [float(step(batch)[0]) for _ in range(15)]
+    assert losses[-1] < losses[0]
+    loss, grad_norm, counts = step(batch)
+    assert float(grad_norm) > 0 and float(counts[0]) == batch["targets"].shape[0]
+
+
+def test_validation_step_sums_the_problem_metrics(task):
+    model = task.build_model()
+    names = task.eval_metric_names()
+    assert "accuracy_per_sequence" in names
+    batch = next(iter(task.input_fn(problem_lib.EVAL, InputConfig(), task.batching())(None)))
+    results = task.validation_step(batch, model, names)
+    assert set(names) | {"loss"} <= set(results)
+    numerator, denominator = (float(v) for v in results["loss"])
+    assert denominator > 0 and numerator > 0

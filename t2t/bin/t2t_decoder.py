@@ -25,9 +25,10 @@ import time
 from absl import app, flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, run_flags  # noqa: F401 (run, decode flags)
+from t2t.bin import common_flags, config_flags, run_flags
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
 
 flags.DEFINE_string("decode_from_file", None, "Decode each line of this file.")
 flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "

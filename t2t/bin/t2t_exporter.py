@@ -25,9 +25,10 @@ import sys
 from absl import app, flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, run_flags  # noqa: F401 (run, decode flags)
+from t2t.bin import common_flags, config_flags, run_flags
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
 
 config_flags.define(config.ExportConfig)
 

@@ -27,10 +27,8 @@ from typing import Any
 
 import tensorflow as tf
 
-PAD_ID = 0
-EOS_ID = 1
-RESERVED_TOKENS = ("<pad>", "<EOS>")
-UNK = "<UNK>"
+from t2t.features import EOS_ID, PAD_ID, RESERVED_TOKENS  # noqa: F401  (re-exported)
+from t2t.problems.text_encoder import UNK  # the encoders' unknown-token text, in graph
 
 
 # ------------------------------------------------------------------ helpers

@@ -1,5 +1,7 @@
 """Flags generated from the config tree: names, types, choices, aliases, gin, given."""
 
+import re
+
 import gin
 import pytest
 from absl import flags
@@ -58,3 +60,31 @@ def test_only_exclude_and_help_overrides():
     given = _flags(config.RuntimeConfig, argv=["--nosync", "--cpu_devices=2"])
     assert config_flags.given(config.RuntimeConfig, flag_values=given) == [
         "--cpu_devices=2", "--nosync"]
+
+
+BINARY_CONFIGS = {
+    "t2t_trainer": [(config.TaskConfig, None), (config.DataConfig, ("generate_data", "tmp_dir")),
+                    (config.TrainerConfig, None), (config.RuntimeConfig, None)],
+    "t2t_tuner": [(config.TaskConfig, None), (config.TunerConfig, None),
+                  (config.TrainerConfig, ("train_steps", "eval_steps", "warm_start_from")),
+                  (config.RuntimeConfig, ("random_seed", "mixed_precision", "cpu_devices"))],
+    "t2t_decoder": [(config.TaskConfig, None)],
+    "t2t_exporter": [(config.TaskConfig, None), (config.ExportConfig, None)],
+    "t2t_datagen": [(config.TaskConfig, ("problem", "data_dir")),
+                    (config.DataConfig, ("tmp_dir", "num_shards", "max_cases", "progress"))],
+}
+
+
+@pytest.mark.parametrize("binary", sorted(BINARY_CONFIGS))
+def test_each_binary_shows_the_flags_of_its_configs(binary):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", f"t2t.bin.{binary}", "--help"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1), result.stderr[-2000:]  # absl's --help exits 1
+    shown = set(re.findall(r"^  --(?:\[no\])?(\w+)", result.stdout, re.M))
+    for cls, only in BINARY_CONFIGS[binary]:
+        for field, name in config_flags.flag_fields(cls, only):
+            assert name in shown, f"{binary} lacks --{name} ({cls.__name__}.{field.name})"
+    assert "tensorflow" not in result.stderr.lower()  # flags are defined without TensorFlow

@@ -1,5 +1,6 @@
 """Task: model, optimizer, inputs, losses and the per-replica steps, without a loop."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -18,7 +19,7 @@ def task(tmp_path_factory):
     data_dir = str(tmp_path_factory.mktemp("data"))
     problem = registry.problem(PROBLEM)
     problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
-    hparams = create_hparams("transformer_test", "batch_size=128")
+    hparams = create_hparams("transformer_test", "batch_size=128,learning_rate_warmup_steps=10")
     return task_lib.Task(problem, "transformer", hparams, data_dir)
 
 
@@ -29,6 +30,7 @@ def test_count_tokens_counts_examples_and_non_padding_tokens():
 
 
 def test_a_train_step_lowers_the_loss_of_a_batch(task):
+    keras.utils.set_random_seed(4)
     model = task.build_model()
     assert model.trainable_variables  # weights exist before the first step
     optimizer, learning_rate = task.build_optimizer(model, train_steps=100)
@@ -36,8 +38,8 @@ def test_a_train_step_lowers_the_loss_of_a_batch(task):
     batch = next(iter(task.input_fn(problem_lib.TRAIN, InputConfig(seed=1), task.batching())(None)))
     step = tf.function(lambda features: tf.distribute.get_strategy().run(
         task.train_step_fn(model, optimizer), args=(features,)))
-    losses = [float(step(batch)[0]) for _ in range(15)]
-    assert losses[-1] < losses[0]
+    losses = [float(step(batch)[0]) for _ in range(20)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5])
     loss, grad_norm, counts = step(batch)
     assert float(grad_norm) > 0 and float(counts[0]) == batch["targets"].shape[0]
 

@@ -47,7 +47,7 @@ def last_checkpoints(model_dir: str, n: int) -> list[str]:
 
     if n < 1:
         raise AverageError(f"n={n}: average at least 1 checkpoint.")
-    model_dir = os.path.expanduser(model_dir)
+    model_dir = os.path.abspath(os.path.expanduser(model_dir))  # TF joins relative paths to it
     state = tf.train.get_checkpoint_state(model_dir)
     paths = []
     if state is not None:

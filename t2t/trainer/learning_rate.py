@@ -7,7 +7,7 @@
 
 Each factor follows Tensor2Tensor v1.15 (`tensor2tensor/utils/learning_rate.py`) formula
 for formula. `step` is the optimizer step (Keras `optimizer.iterations`, counted from 0),
-divided by `optimizer_multistep_accumulate_steps` when that hparam exists and is nonzero,
+divided by `optimizer_multistep_accumulate_steps` when that hparam is nonzero,
 as in T2T.
 
 Deviations from T2T, all deliberate:

@@ -89,6 +89,14 @@ def test_n_1_copies_the_newest_and_errors(two_checkpoints, tmp_path):
         average.average_checkpoints(run, run)
 
 
+def test_a_relative_run_directory_is_found(two_checkpoints, monkeypatch):
+    run, _ = two_checkpoints  # README: t2t-avg-all --model_dir=t2t_train/reverse ...
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(run)))
+    relative = os.path.relpath(run)
+    assert [os.path.basename(p) for p in average.last_checkpoints(relative, 8)] == [
+        "ckpt-10", "ckpt-20"]
+
+
 def test_t2t_avg_all_binary(two_checkpoints, tmp_path):
     run, _ = two_checkpoints
     out = tmp_path / "avg"

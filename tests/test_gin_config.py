@@ -102,3 +102,20 @@ def test_bindings_of_library_configurables_work_before_their_modules_are_importe
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_bindings_of_moved_settings_are_applied_where_they_live_now(tmp_path, caplog):
+    from t2t.config import RuntimeConfig
+
+    old_file = tmp_path / "old.gin"
+    old_file.write_text("TrainerConfig.random_seed = 11\n")
+    gin.clear_config()
+    try:
+        gin_config.parse_gin(files=[str(old_file)],
+                             bindings=["TrainerConfig.deterministic = True"])
+        runtime = RuntimeConfig()
+        assert (runtime.random_seed, runtime.deterministic) == (11, True)
+    finally:
+        gin.clear_config()
+    assert "TrainerConfig.random_seed is now RuntimeConfig.random_seed" in caplog.text
+    assert "TrainerConfig.deterministic is now RuntimeConfig.deterministic" in caplog.text

@@ -20,7 +20,7 @@ A row of b"data" holds the 1024 red, then green, then blue values of one image i
 row-major order, so [N, 3072] reshapes to [N, 3, 32, 32] and transposes to [N, 32, 32, 3].
 
 Pins: the sha256 of both archives are the `file_hash` values Keras
-(keras/src/datasets/cifar10.py, cifar100.py) verifies the same files with; the sizes
+(its datasets module, cifar10.py and cifar100.py) verifies the same files with; the sizes
 are the Content-Length the server reports (170,498,071 and 169,001,437 bytes, as
 recorded in many download logs). TFDS pins only the "binary version" archives.
 """

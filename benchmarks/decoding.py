@@ -61,8 +61,6 @@ from typing import Any
 
 import numpy as np
 
-from t2t.decoding import infer as infer_lib
-
 EOS_ID = 1  # t2t_model.EOS_ID
 _EOS_PENALTY = -1.0e9
 
@@ -128,6 +126,8 @@ def make_decoder(model: Any, beam_size: int, use_cache: bool) -> Any:
     """A traced tf.function (inputs [B, S], decode_length) -> outputs [B, L]."""
     import tensorflow as tf
 
+    from t2t.decoding import infer as infer_lib
+
     @tf.function(
         input_signature=[
             tf.TensorSpec([None, None], tf.int32),
@@ -136,8 +136,8 @@ def make_decoder(model: Any, beam_size: int, use_cache: bool) -> Any:
         reduce_retracing=True,
     )
     def decode(inputs: tf.Tensor, decode_length: tf.Tensor) -> tf.Tensor:
-        return infer_lib.infer(model, 
-            {"inputs": inputs}, decode_length=decode_length, beam_size=beam_size,
+        return infer_lib.infer(
+            model, {"inputs": inputs}, decode_length=decode_length, beam_size=beam_size,
             alpha=0.6, use_cache=use_cache,
         )["outputs"]
 

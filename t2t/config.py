@@ -45,11 +45,6 @@ def setting(default: Any, help: str, *, flag: str | bool = True,
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def replace(config: Any, **changes: Any) -> Any:
-    """A copy of `config` with `changes` (configs passed in are never edited)."""
-    return dataclasses.replace(config, **changes)
-
-
 # ------------------------------------------------------------------- the task
 @gin.configurable
 @dataclasses.dataclass

@@ -50,20 +50,20 @@ def _base_type(annotation: Any) -> type:
 
 
 def define(config_cls: type, *, only: Iterable[str] | None = None, exclude: Iterable[str] = (),
-           help: dict[str, str] | None = None, defaults: dict[str, Any] | None = None,
-           flag_values: flags.FlagValues = FLAGS) -> list[str]:
+           help: dict[str, str] | None = None, flag_values: flags.FlagValues = FLAGS
+           ) -> list[str]:
     """Defines one absl flag per flag field of `config_cls`; returns their names.
 
     only / exclude: field names to define (default: every field with a flag).
-    help / defaults: per-field replacements of the help text and default, for a binary
-    whose flag means something narrower (t2t-tuner's --train_steps: per trial)."""
+    help: per-field replacements of the help text, for a binary whose flag means
+    something narrower (t2t-tuner's --train_steps: per trial)."""
     hints = typing.get_type_hints(config_cls)
     module_name = _calling_module()
     names = []
     for field, name in flag_fields(config_cls, only, exclude):
         meta = field.metadata
         text = (help or {}).get(field.name, meta["help"])
-        default = (defaults or {}).get(field.name, _default(field))
+        default = _default(field)
         kind = _base_type(hints[field.name])
         # Declared as the calling binary's own flags, so its --help lists them.
         owner = {"module_name": module_name, "flag_values": flag_values}
@@ -104,13 +104,12 @@ def build(config_cls: type, *, only: Iterable[str] | None = None,
           **values: Any) -> Any:
     """An instance of `config_cls`: gin's bindings (else the defaults), then every flag
     of its fields given on the command line, then `values` (computed by the binary)."""
-    config = config_cls()  # a gin-configurable dataclass takes gin's bindings here
-    for field, name in flag_fields(config_cls, only, exclude):
-        if name in flag_values and flag_values[name].present:
-            setattr(config, field.name, flag_values[name].value)
-    for key, value in values.items():
-        setattr(config, key, value)
-    return config
+    given = {field.name: flag_values[name].value
+             for field, name in flag_fields(config_cls, only, exclude)
+             if name in flag_values and flag_values[name].present}
+    # Passed to the constructor: gin fills only the other fields (so the operative gin
+    # config records what gin supplied, not defaults that a flag replaced).
+    return config_cls(**{**given, **values})
 
 
 def given(config_cls: type, *, only: Iterable[str] | None = None,

@@ -116,7 +116,7 @@ def main(argv: list[str]) -> None:
         common_flags.fail("--decode_interactive and --decode_from_file: choose one.")
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
-    from t2t.hparams.hparams import HParamsError
+    from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import problem as problem_lib
 
     task = config_flags.build(config.TaskConfig)
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> None:
             _decode_file(decoder, model_name, hparams_set, problem_name)
         else:
             _decode_dev(decoder, output_dir)
-    except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
+    except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             decoder_lib.DecodeError, FileNotFoundError) as e:
         common_flags.fail(str(e))
     except KeyboardInterrupt:

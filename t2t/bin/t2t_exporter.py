@@ -60,7 +60,7 @@ def main(argv: list[str]) -> None:
         return
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
-    from t2t.hparams.hparams import HParamsError
+    from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import problem as problem_lib
     from t2t.serving import export as export_lib
 
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> None:
         print(f"Exported: {version_dir}")
         _print_signatures(version_dir)
         sys.stdout.flush()
-    except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
+    except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             decoder_lib.DecodeError, export_lib.ExportError, FileNotFoundError,
             ImportError) as e:
         common_flags.fail(str(e))

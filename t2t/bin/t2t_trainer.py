@@ -10,7 +10,6 @@ RuntimeConfig; gin binds the same fields (--gin_param=TrainerConfig.train_steps=
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
@@ -74,9 +73,8 @@ def _print_dry_run(problem, hparams, runtime, experiment, output_dir, data_dir) 
     for name in hparams:
         print(f"  {name} = {hparams.get(name)!r}")
     print(f"strategy:    {strategy_lib.describe(runtime.strategy)}")
-    print(f"trainer:     {dataclasses.asdict(experiment.trainer)}")
-    print(f"runtime:     {dataclasses.asdict(experiment.runtime)}")
-    print(f"input:       {dataclasses.asdict(experiment.input)}")
+    for section, values in experiment.to_dict().items():  # the whole config tree
+        print(f"{section + ':':<12} {values}")
     print(f"data_dir:    {data_dir}")
     print(f"output_dir:  {output_dir}")
 
@@ -141,7 +139,7 @@ def main(argv: list[str]) -> None:
     if missing:
         common_flags.fail(f"{', '.join(missing)} required (see --registry_help for the names).")
     from t2t import registry
-    from t2t.hparams.hparams import HParamsError
+    from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import problem as problem_lib
     from t2t.problems.download import DownloadError
     from t2t.problems.generator_utils import MixedShardsError
@@ -153,7 +151,7 @@ def main(argv: list[str]) -> None:
     tf = lazy_module("tensorflow")
     try:
         train(experiment)
-    except (registry.UnknownNameError, HParamsError, problem_lib.DataMissingError,
+    except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
             ClusterError, DownloadError, MixedShardsError, FileNotFoundError) as e:
         common_flags.fail(str(e))

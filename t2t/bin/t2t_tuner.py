@@ -70,10 +70,10 @@ def direction(objective: str, maximize: bool | None, minimize: bool | None) -> s
     return "minimize" if loss_like else "maximize"
 
 
-def trainer_args(data_dir: str) -> list[str]:
+def trainer_args(task: config.TaskConfig, data_dir: str) -> list[str]:
     """The flags every trial's trainer gets (those given here, plus the fixed ones)."""
-    args = [f"--problem={FLAGS.problem}", f"--model={FLAGS.model}",
-            f"--hparams_set={FLAGS.hparams_set}", f"--data_dir={data_dir}",
+    args = [f"--problem={task.problem}", f"--model={task.model}",
+            f"--hparams_set={task.hparams_set}", f"--data_dir={data_dir}",
             "--schedule=train_and_evaluate"]
     args += config_flags.given(config.TrainerConfig, only=_TRAINER_FIELDS)
     args += config_flags.given(config.RuntimeConfig, only=_RUNTIME_FIELDS)
@@ -82,11 +82,7 @@ def trainer_args(data_dir: str) -> list[str]:
         if not flag.present:
             continue
         values = flag.value if isinstance(flag.value, list) else [flag.value]
-        for value in values:
-            if isinstance(value, bool):
-                args.append(f"--{name}" if value else f"--no{name}")
-            elif value is not None:
-                args.append(f"--{name}={value}")
+        args += [f"--{name}={value}" for value in values if value is not None]
     return args
 
 
@@ -99,11 +95,51 @@ def _run_checked(command: list[str], what: str) -> None:
         common_flags.fail(f"{what} failed:\n{detail}")
 
 
+def _study_config(task: config.TaskConfig, data_dir: str) -> config.TunerConfig:
+    """The TunerConfig of the flags (gin's bindings under them), resolved."""
+    tuner = config_flags.build(config.TunerConfig, hparams_set=task.hparams_set,
+                               trainer_args=trainer_args(task, data_dir), hparams=task.hparams)
+    tuner.output_dir = os.path.abspath(os.path.expanduser(task.output_dir or (
+        common_flags.default_run_dir(task.problem, task.model, task.hparams_set)
+        + f"-{tuner.hparams_range}")))
+    tuner.direction = direction(tuner.objective, FLAGS.maximize, FLAGS.minimize)
+    if not tuner.study_name:
+        tuner.study_name = "-".join((task.problem, task.model, task.hparams_set,
+                                     tuner.hparams_range, tuner.objective))
+    return tuner
+
+
+def _check_and_prepare(task: config.TaskConfig, tuner: config.TunerConfig, rhp, data_dir: str
+                       ) -> None:
+    """--generate_data, then the trainer's --dry_run of a sample trial: the problem,
+    model, flags and ranges are checked before any trial starts."""
+    from t2t.tuning import search_space
+
+    data = config_flags.build(config.DataConfig, only=("generate_data", "tmp_dir"))
+    common = [a for a in tuner.trainer_args if a.split("=", 1)[0] in
+              tuple(f"--{name}" for name in _COMMON_FORWARDED)]
+    if data.generate_data:
+        tmp_dir = os.path.abspath(os.path.expanduser(data.tmp_dir or os.path.join(data_dir, "tmp")))
+        _run_checked([sys.executable, "-m", "t2t.bin.t2t_datagen", f"--problem={task.problem}",
+                      f"--data_dir={data_dir}", f"--tmp_dir={tmp_dir}", "--noprogress",
+                      *common], "--generate_data")
+    probe = {r.name: (r.low if r.kind in ("float", "int") else r.values[0])
+             for r in rhp.ranges()}
+    _run_checked([sys.executable, "-m", "t2t.bin.t2t_trainer", *tuner.trainer_args,
+                  f"--output_dir={os.path.join(tuner.output_dir, 'dry_run')}",
+                  f"--hparams={search_space.merge_overrides(task.hparams, probe)}",
+                  "--dry_run"], "Checking the trial flags (t2t-trainer --dry_run)")
+
+
 def main(argv: list[str]) -> None:
     if not common_flags.start(argv):
         return
-    missing = [f"--{n}" for n in ("problem", "model", "hparams_set", "hparams_range",
-                                  "objective") if not FLAGS[n].value]
+    task = config_flags.build(config.TaskConfig)
+    tuning = config_flags.build(config.TunerConfig)
+    missing = [f"--{n}" for n, v in (("problem", task.problem), ("model", task.model),
+                                     ("hparams_set", task.hparams_set),
+                                     ("hparams_range", tuning.hparams_range),
+                                     ("objective", tuning.objective)) if not v]
     if missing:
         common_flags.fail(f"{', '.join(missing)} required (see --registry_help for the names; "
                           f"--objective is an eval metric such as accuracy_per_sequence).")
@@ -113,50 +149,24 @@ def main(argv: list[str]) -> None:
     from t2t.tuning import report, search_space
     from t2t.tuning import study as study_lib
 
-    data_dir = os.path.abspath(os.path.expanduser(FLAGS.data_dir or
+    data_dir = os.path.abspath(os.path.expanduser(task.data_dir or
                                                   common_flags.default_data_dir()))
-    tmp_dir = os.path.abspath(os.path.expanduser(FLAGS.tmp_dir or os.path.join(data_dir, "tmp")))
-    output_dir = os.path.abspath(os.path.expanduser(FLAGS.output_dir or (
-        common_flags.default_run_dir(FLAGS.problem, FLAGS.model, FLAGS.hparams_set)
-        + f"-{FLAGS.hparams_range}")))
     try:
-        rhp = search_space.load_ranges(FLAGS.hparams_range)
-        hparams = create_hparams(FLAGS.hparams_set, FLAGS.hparams)
-        search_space.check_ranges(rhp, hparams, FLAGS.hparams_range, FLAGS.hparams_set)
-    except (registry.UnknownNameError, HParamsError) as e:
-        common_flags.fail(str(e))
-    tuner = config_flags.build(
-        config.TunerConfig, output_dir=output_dir, hparams_set=FLAGS.hparams_set,
-        trainer_args=trainer_args(data_dir), hparams=FLAGS.hparams,
-        direction=direction(FLAGS.objective, FLAGS.maximize, FLAGS.minimize))
-    if not tuner.study_name:
-        tuner.study_name = "-".join((FLAGS.problem, FLAGS.model, FLAGS.hparams_set,
-                                     FLAGS.hparams_range, FLAGS.objective))
-    try:
+        rhp = search_space.load_ranges(tuning.hparams_range)
+        hparams = create_hparams(task.hparams_set, task.hparams)
+        search_space.check_ranges(rhp, hparams, tuning.hparams_range, task.hparams_set)
+        tuner = _study_config(task, data_dir)
         study_lib.check_sampler(tuner, rhp)
-    except study_lib.TunerError as e:
+    except (registry.UnknownNameError, HParamsError, study_lib.TunerError) as e:
         common_flags.fail(str(e))
-    common = [a for a in tuner.trainer_args
-              if a.split("=", 1)[0] in ("--data_mirror", "--t2t_usr_dir", "--gin_file",
-                                        "--gin_param")]
-    if FLAGS.generate_data:
-        _run_checked([sys.executable, "-m", "t2t.bin.t2t_datagen", f"--problem={FLAGS.problem}",
-                      f"--data_dir={data_dir}", f"--tmp_dir={tmp_dir}", "--noprogress",
-                      *common], "--generate_data")
-    # The trainer checks the problem, model, flags and a sample of the ranges first.
-    probe = {r.name: (r.low if r.kind in ("float", "int") else r.values[0])
-             for r in rhp.ranges()}
-    _run_checked([sys.executable, "-m", "t2t.bin.t2t_trainer", *tuner.trainer_args,
-                  f"--output_dir={os.path.join(output_dir, 'dry_run')}",
-                  f"--hparams={search_space.merge_overrides(FLAGS.hparams, probe)}",
-                  "--dry_run"], "Checking the trial flags (t2t-trainer --dry_run)")
+    _check_and_prepare(task, tuner, rhp, data_dir)
     try:
         study, completed = study_lib.run_study(tuner, rhp)
     except study_lib.TunerError as e:
         if e.study is not None:  # the study ran: show where it stands
-            print(report.write_report(e.study, rhp, output_dir, FLAGS.hparams))
+            print(report.write_report(e.study, rhp, tuner.output_dir, task.hparams))
         common_flags.fail(str(e))
-    print(report.write_report(study, rhp, output_dir, FLAGS.hparams))
+    print(report.write_report(study, rhp, tuner.output_dir, task.hparams))
     if not completed:
         print("Stopped before the study finished: re-run the same command to continue it.")
         sys.exit(130)

@@ -7,7 +7,7 @@
     score_bleu([r.text for r in results], references)     # sacrebleu BLEU and chrF
 
 The model and the encoders are loaded once. Inputs are encoded (+EOS), sorted by
-length (longest first) and decoded `batch_size` at a time by one traced `model.infer`
+length (longest first) and decoded `batch_size` at a time by one traced `infer.infer`
 (decode length = longest input of the batch + `extra_length`); results come back in
 the original order. Empty lines decode as an empty input, lines longer than
 `max_input_length` tokens are cut, bytes that are not UTF-8 are replaced: each with a
@@ -83,11 +83,10 @@ def load_model(
     problem_hparams = problem.hparams(data_dir)
     model = t2t_model.create_model(model_name, hparams, problem_lib.PREDICT, problem_hparams)
     model.build_weights()
-    damaged = checkpoints.damaged_checkpoint_message(path)
-    if damaged:
-        raise DecodeError(damaged)
     try:
         status = checkpoints.restore(path, model)
+    except checkpoints.DamagedCheckpointError as e:
+        raise DecodeError(str(e)) from e
     except checkpoints.CheckpointError as e:
         raise DecodeError(
             f"The checkpoint {path} does not match model {model_name!r} with these hparams "
@@ -200,7 +199,7 @@ class Decoder:
 
     # -------------------------------------------------------------- the model
     def _infer_fn(self):
-        """model.infer traced once for any batch and input length."""
+        """The batch decode (`infer_fn`) traced once for any batch and input length."""
         if self._infer is None:
             import tensorflow as tf
 

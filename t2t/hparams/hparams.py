@@ -29,9 +29,12 @@ class HParamsError(ValueError):
 
 
 class MissingHParamError(AttributeError):
-    """Reading an hparam the set does not define; `hparam_name` names it."""
+    """Reading an hparam the set does not define; `hparam_name` names it. An
+    AttributeError (getattr and hasattr keep working); the binaries report it like an
+    HParamsError."""
 
-    def __init__(self, message: str, hparam_name: str):
+    def __init__(self, message: str, hparam_name: str | None = None):
+        # Keras re-raises errors of a layer's call as type(e)(message): one argument.
         super().__init__(message)
         self.hparam_name = hparam_name
 

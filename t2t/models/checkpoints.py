@@ -18,9 +18,9 @@ import os
 import re
 from typing import Any
 
-import tensorflow as tf
+from t2t.utils.lazy_import import lazy_module
 
-from t2t.models import variable_names
+tf = lazy_module("tensorflow")  # finding a checkpoint's files needs no TensorFlow
 
 MODEL_KEY = "model"
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
@@ -32,6 +32,10 @@ class CheckpointError(ValueError):
 
 class NoCheckpointError(CheckpointError, FileNotFoundError):
     """No checkpoint where one was expected."""
+
+
+class DamagedCheckpointError(CheckpointError):
+    """A checkpoint with missing or unreadable files; the message says how to recover."""
 
 
 # ---------------------------------------------------------------- finding
@@ -108,9 +112,12 @@ def damaged_checkpoint_message(path: str) -> str | None:
 
 
 # ------------------------------------------------------------ the model part
-def model_trackable(model: Any, names: dict[str, Any] | None = None) -> tf.train.Checkpoint:
-    """The model's part of a checkpoint: its variables under their stable names (or
-    under `names`, {checkpoint name: variable})."""
+def model_trackable(model: Any, names: dict[str, Any] | None = None) -> Any:
+    """The model's part of a checkpoint (a tf.train.Checkpoint used as a container): its
+    variables under their stable names, or under `names` ({checkpoint name: variable}).
+    Build the model first: variables created later are not in it."""
+    from t2t.models import variable_names
+
     return tf.train.Checkpoint(**(names or variable_names.named_variables(model)))
 
 
@@ -136,6 +143,8 @@ def names_in_checkpoint(model: Any, path: str) -> dict[str, Any]:
     """{name in checkpoint `path`: variable}: the stable names when the checkpoint uses
     them, else the format-1 names it holds. A variable the checkpoint lacks keeps its
     stable name (the restore's match check then names it)."""
+    from t2t.models import variable_names
+
     saved = saved_model_names(path)
     variables = variable_names.named_variables(model)
     if set(variables) <= saved:
@@ -150,13 +159,20 @@ def names_in_checkpoint(model: Any, path: str) -> dict[str, Any]:
 
 def restore(path: str, model: Any, **others: Any) -> Any:
     """Reads the model (and `others`: optimizer=..., train_iterator=...) from checkpoint
-    `path`; returns the load status. Raises CheckpointError when a variable of the model
-    (or a part of `others`) is not in the checkpoint."""
+    `path`; returns the load status. DamagedCheckpointError when files are missing or
+    unreadable; CheckpointError when a variable of the model (or a part of `others`) is
+    not in the checkpoint."""
     damaged = damaged_checkpoint_message(path)
     if damaged:
-        raise CheckpointError(damaged)
-    root = tf.train.Checkpoint(
-        model=model_trackable(model, names_in_checkpoint(model, path)), **others)
+        raise DamagedCheckpointError(damaged)
+    try:
+        names = names_in_checkpoint(model, path)
+    except tf.errors.OpError as e:
+        raise DamagedCheckpointError(
+            f"The checkpoint {path} cannot be read ({type(e).__name__}: "
+            f"{str(e).strip().splitlines()[0][:200]}): a truncated or overwritten file? "
+            f"Nothing was changed; use an earlier checkpoint of the run.") from e
+    root = tf.train.Checkpoint(model=model_trackable(model, names), **others)
     try:
         status = root.read(path)
         status.assert_existing_objects_matched()

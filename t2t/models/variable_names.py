@@ -1,7 +1,7 @@
 """Stable checkpoint names for every variable of a model, built from names t2t owns.
 
 A name is the attribute path of the variable through the model's own layers (t2t's and
-the user's: public attributes, lists and dicts), e.g.
+the user's: attributes, and lists and dicts in public ones), e.g.
 "encoder.stack_layers.0.self_attention.inner.q.kernel". A layer that Keras itself
 defines (Dense, LSTM, Dropout, ...) is a leaf: its variables are named by their public
 `keras.Variable.name` ("kernel", "bias", "embeddings", "gamma", "seed_generator_state"),
@@ -39,6 +39,16 @@ def is_keras_layer(value: Any) -> bool:
             and type(value).__module__.split(".", 1)[0] == "keras")
 
 
+def legacy_spellings(name: str) -> tuple[str, ...]:
+    """The names a format-1 checkpoint may hold the variable of stable name `name` under,
+    if it is a Keras layer's weight ("PATH.WEIGHT_NAME"); `name` itself first."""
+    path, _, leaf = name.rpartition(".")
+    if not path:
+        return (name,)
+    spellings = _LEGACY_LEAF_SPELLINGS + (_LEGACY_SEED_SPELLINGS if leaf == _SEED_STATE else ())
+    return tuple(dict.fromkeys(s.format(p=path, n=leaf) for s in spellings))
+
+
 def _walk(root: Any) -> list[tuple[str, Any, tuple[str, ...]]]:
     """[(name, variable, format-1 names)] for every variable reachable from `root`."""
     found: list[tuple[str, Any, tuple[str, ...]]] = []
@@ -57,10 +67,8 @@ def _walk(root: Any) -> list[tuple[str, Any, tuple[str, ...]]]:
                 f"{path} ({type(layer).__name__}) holds several variables named alike "
                 f"({names}): wrap its parts in layers of your own so each has a path.")
         for variable in layer.variables:
-            spellings = _LEGACY_SEED_SPELLINGS if variable.name == _SEED_STATE else ()
-            legacy = [s.format(p=path, n=variable.name)
-                      for s in _LEGACY_LEAF_SPELLINGS + spellings]
-            add(f"{path}.{variable.name}", variable, tuple(legacy))
+            name = f"{path}.{variable.name}"
+            add(name, variable, legacy_spellings(name))
 
     def walk(value: Any, path: str) -> None:
         if isinstance(value, keras.Variable):
@@ -84,7 +92,10 @@ def _walk(root: Any) -> list[tuple[str, Any, tuple[str, ...]]]:
 
     def visit(layer: Any, prefix: str) -> None:
         for attr, value in sorted(vars(layer).items()):
-            if not attr.startswith("_"):
+            # A private attribute counts when it holds a layer or weight itself (a user's
+            # `self._proj = Dense(...)`); private containers are bookkeeping (Keras').
+            if not attr.startswith("_") or isinstance(
+                    value, (keras.layers.Layer, keras.Variable, keras.random.SeedGenerator)):
                 walk(value, f"{prefix}{attr}")
 
     visit(root, "")

@@ -98,19 +98,36 @@ def _keys(tree: dict[str, Any]) -> list[str]:
     return keys
 
 
+def _same_variable(key: str, name: str | None, tree: dict[str, Any]) -> str | None:
+    """The key of variable `name` (whose key is `key` in the newest checkpoint) in another
+    checkpoint's model tree: the same name, or its format-1 spelling (a run resumed
+    across t2t's checkpoint-name change holds both formats)."""
+    from t2t.models import variable_names
+
+    if name is None:  # nested deeper than t2t writes: only the same key
+        return key
+    for spelled in variable_names.legacy_spellings(name):
+        found = tree.get(spelled)
+        if found is not None and not isinstance(found, dict):
+            return found
+    return None
+
+
 def average_values(paths: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(the newest checkpoint's model tree, {checkpoint key: averaged value})."""
     import tensorflow as tf
 
-    readers = [tf.train.load_checkpoint(p) for p in paths]
-    newest = readers[-1]
     from t2t.models import checkpoints
 
-    tree = _model_tree(checkpoints.object_graph(paths[-1]))
+    readers = [tf.train.load_checkpoint(p) for p in paths]
+    newest = readers[-1]
+    trees = [_model_tree(checkpoints.object_graph(p)) for p in paths]
+    tree = trees[-1]
     keys = _keys(tree)
     if not keys:
         raise AverageError(f"{paths[-1]} holds a model without variables.")
     shapes = newest.get_variable_to_shape_map()
+    names = {key: name for name, key in tree.items() if not isinstance(key, dict)}
     values: dict[str, np.ndarray] = {}
     for key in keys:
         latest = np.asarray(newest.get_tensor(key))
@@ -119,10 +136,11 @@ def average_values(paths: list[str]) -> tuple[dict[str, Any], dict[str, np.ndarr
             values[key] = latest
             continue
         total = np.zeros(latest.shape, np.float64)
-        for path, reader in zip(paths, readers, strict=True):
-            if not reader.has_tensor(key):
+        for path, reader, older in zip(paths, readers, trees, strict=True):
+            key_there = _same_variable(key, names.get(key), older)
+            if key_there is None or not reader.has_tensor(key_there):
                 raise AverageError(f"{path} lacks {key}: are the checkpoints of one run?")
-            value = np.asarray(reader.get_tensor(key))
+            value = np.asarray(reader.get_tensor(key_there))
             if list(value.shape) != list(shapes[key]):
                 raise AverageError(
                     f"{key} has shape {list(value.shape)} in {path} but {list(shapes[key])} "

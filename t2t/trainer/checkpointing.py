@@ -52,9 +52,9 @@ class RunCheckpoints:
         IncompatibleRunError when it does not fit."""
         try:
             checkpoints.restore(path, self.model, optimizer=self.optimizer)
+        except checkpoints.DamagedCheckpointError as e:
+            raise run_dir.IncompatibleRunError(str(e)) from e
         except checkpoints.CheckpointError as e:
-            if checkpoints.damaged_checkpoint_message(path):
-                raise run_dir.IncompatibleRunError(str(e)) from e
             raise run_dir.IncompatibleRunError(
                 f"The checkpoint {path} does not match model {model_name!r} with these "
                 f"hparams ({str(e)[:300]}). Use a new --output_dir."
@@ -72,17 +72,21 @@ class RunCheckpoints:
     def warm_start(self, warm_start_from: str) -> str:
         """Loads the model's weights (not the optimizer or step) from a checkpoint or run
         directory; FileNotFoundError when there is none. Returns the checkpoint read."""
-        path = warm_start_from
-        if os.path.isdir(path):
-            path = tf.train.latest_checkpoint(path)
-        if not path or not tf.io.gfile.exists(path + ".index"):
+        try:
+            path = checkpoints.resolve_checkpoint(warm_start_from)
+        except checkpoints.NoCheckpointError:
             raise FileNotFoundError(
                 f"--warm_start_from={warm_start_from!r} holds no checkpoint: "
                 f"give a run's output_dir or a checkpoint prefix such as DIR/ckpt-1000."
-            )
-        root = tf.train.Checkpoint(model=checkpoints.model_trackable(
-            self.model, checkpoints.names_in_checkpoint(self.model, path)))
-        root.read(path).expect_partial()
+            ) from None
+        try:
+            names = checkpoints.names_in_checkpoint(self.model, path)
+            tf.train.Checkpoint(model=checkpoints.model_trackable(self.model, names)).read(
+                path).expect_partial()
+        except (checkpoints.CheckpointError, tf.errors.OpError) as e:
+            raise run_dir.IncompatibleRunError(
+                f"--warm_start_from={warm_start_from!r}: {path} cannot give this model its "
+                f"weights ({str(e).strip()[:300]}).") from e
         logging.info("Warm-started the weights from %s (optimizer and step are new).", path)
         return path
 

@@ -111,10 +111,12 @@ class ParameterServerHooks(StrategyHooks):
 
     def __init__(self, runtime: Runtime):
         super().__init__(runtime)
-        self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(
-            self.strategy)
+        self.coordinator = None  # created with the first input, once the model exists
 
     def train_iterator(self, dataset_fn: Callable[[Any], Any]) -> Any:
+        if self.coordinator is None:
+            self.coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(
+                self.strategy)
         # Each worker reads its own copy of the pipeline.
         return iter(self.coordinator.create_per_worker_dataset(
             lambda: self.strategy.distribute_datasets_from_function(dataset_fn)))

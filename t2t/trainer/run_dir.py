@@ -16,10 +16,6 @@ import os
 from typing import Any
 
 from t2t.hparams.hparams import HParams
-from t2t.models.checkpoints import (  # noqa: F401  (re-exported)
-    damaged_checkpoint_message,
-    missing_checkpoint_files,
-)
 
 RUN_FILE = "run.json"
 HPARAMS_FILE = "hparams.json"
@@ -86,7 +82,11 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
                 f"--hparams to continue it, or a new --output_dir (--warm_start_from can "
                 f"load its weights)."
             )
-        warnings = [f"hparam {k} changed from {old!r} to {new!r} on resume" for k, (old, new) in sorted(diff.items())]
+        warnings = [
+            f"hparam {k} changed from {old!r} to {new!r} on resume" if k in previous_hp
+            else f"hparam {k} is new since the run started (not in its hparams.json): {new!r}"
+            for k, (old, new) in sorted(diff.items())
+        ]
     if record:
         record_run(output_dir, run, hparams, has_checkpoint=has_checkpoint)
     return warnings

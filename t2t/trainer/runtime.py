@@ -78,6 +78,7 @@ def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
         tf.config.experimental.enable_op_determinism()
     if seed is not None:
         keras.utils.set_random_seed(seed)
-    if config.mixed_precision:
-        keras.mixed_precision.set_global_policy(f"mixed_{config.mixed_precision}")
+    # float32 unless asked: a run never inherits another run's 16-bit policy.
+    precision = config.mixed_precision
+    keras.mixed_precision.set_global_policy(f"mixed_{precision}" if precision else "float32")
     return Runtime(config, strategy, seed)

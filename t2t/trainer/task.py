@@ -5,7 +5,7 @@
     optimizer, learning_rate = task.build_optimizer(model, train_steps=1000)
     dataset_fn = task.input_fn(TRAIN, InputConfig(), task.batching())
     replica_step = task.train_step_fn(model, optimizer)         # inside strategy.run
-    metrics = task.validation_step(features, model)             # inside strategy.run
+    metrics = task.validation_step(features, model, task.eval_metric_names())  # replica
 
 A Task knows nothing of strategies, loops, checkpoints or process-wide state: the
 loop (t2t.trainer.loop) runs its steps under the runtime's strategy hooks.

@@ -46,11 +46,13 @@ class Trainer:
         data_dir: str,
         output_dir: str,
         config: TrainerConfig | None = None,
-        runtime: runtime_lib.Runtime | RuntimeConfig | None = None,
+        runtime: runtime_lib.Runtime | RuntimeConfig | tf.distribute.Strategy | None = None,
         input_config: InputConfig | None = None,
         run_info: dict[str, Any] | None = None,
     ):
-        if not isinstance(runtime, runtime_lib.Runtime):
+        if isinstance(runtime, tf.distribute.Strategy):  # as t2t < #18 took it
+            runtime = runtime_lib.start(None, strategy=runtime)
+        elif not isinstance(runtime, runtime_lib.Runtime):
             runtime = runtime_lib.start(runtime)
         self.runtime, self.config = runtime, config or TrainerConfig()
         self.output_dir, self.run_info = output_dir, run_info or {}

@@ -20,6 +20,7 @@ directory. COMPLETE, PRUNED and crashed (FAIL with an "error") trials are never 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -40,6 +41,7 @@ from t2t.tuning import search_space
 EVAL_RESULTS_FILE = "eval_results.jsonl"
 LOG_FILE = "trial.log"
 _TAIL_CHARS = 4000
+DEFAULT_STUDY_NAME = "t2t_study"
 ALL_CRASH_LIMIT = 3  # crashes, with no trial that trained, that stop the tuner
 _WAIT = object()  # _next_trial: trials are running elsewhere; try again later
 
@@ -541,6 +543,8 @@ def run_study(config: TunerConfig, rhp: Any = None) -> tuple[Any, bool]:
     if config.num_trials < 1 or config.parallel_trials < 1:
         raise TunerError(f"--num_trials ({config.num_trials}) and --parallel_trials "
                          f"({config.parallel_trials}) must be at least 1.")
+    if not config.study_name:  # t2t-tuner names it PROBLEM-MODEL-...; the API may not
+        config = dataclasses.replace(config, study_name=DEFAULT_STUDY_NAME)
     rhp = rhp if rhp is not None else search_space.load_ranges(config.hparams_range)
     note = check_sampler(config, rhp)
     if note:

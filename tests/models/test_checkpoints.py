@@ -3,7 +3,7 @@
 tests/fixtures/legacy_checkpoints/ holds three runs written by t2t at commit 4ca3979
 (before t2t owned its checkpoint names: format 1, names from Keras' private attributes
 such as "q._kernel"), with what that code decoded from them (expected.json, made by
-record_at_4ca3979.py): a transformer_tiny and an lstm_seq2seq_attention trained on one
+the record.py of the fixtures' README.md): a transformer_tiny and an lstm_seq2seq_attention trained on one
 device, and a transformer_tiny trained with parameter servers (chief + ps + worker).
 Every later change must keep these tests passing.
 """
@@ -23,6 +23,7 @@ from t2t.config import DecodeHParams, RuntimeConfig, TrainerConfig
 from t2t.decoding import decoder as decoder_lib
 from t2t.hparams.hparams import HParams
 from t2t.models import checkpoints, variable_names
+from t2t.serving import average
 from t2t.trainer import runtime as runtime_lib
 from t2t.trainer.task import Task
 from t2t.trainer.trainer import Trainer
@@ -120,6 +121,17 @@ def test_a_legacy_run_resumes_and_then_writes_stable_names(data_dir, tmp_path):
     saved = checkpoints.saved_model_names(os.path.join(output_dir, "ckpt-302"))
     assert set(saved) == set(variable_names.named_variables(trainer.model))
     assert not any("._kernel" in n or ".cell." in n for n in saved)
+    # t2t-avg-all over the change of format: ckpt-300 (format 1) with ckpt-302.
+    averaged = average.average_checkpoints(output_dir, str(tmp_path / "avg"), n=2)
+    reader = tf.train.load_checkpoint(averaged)
+    old = tf.train.load_checkpoint(os.path.join(output_dir, "ckpt-300"))
+    new = tf.train.load_checkpoint(os.path.join(output_dir, "ckpt-302"))
+    key = "model/{}/.ATTRIBUTES/VARIABLE_VALUE"
+    q = "encoder.stack_layers.0.self_attention.inner.q."
+    np.testing.assert_allclose(
+        reader.get_tensor(key.format((q + "kernel").replace(".", ".."))),
+        (old.get_tensor(key.format((q + "_kernel").replace(".", "..")))
+         + new.get_tensor(key.format((q + "kernel").replace(".", "..")))) / 2, rtol=1e-6)
 
 
 def test_the_decoder_binary_reads_a_legacy_run(expected, tmp_path):
@@ -135,3 +147,13 @@ def test_the_decoder_binary_reads_a_legacy_run(expected, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     lines = (tmp_path / "out.txt").read_text().split("\n")[:-1]
     assert lines == [d["text"] for d in want["decodes"]["greedy"]]
+
+
+def test_an_unreadable_checkpoint_is_a_clear_error(tmp_path):
+    folder, run, hparams = _run_files("transformer_tiny")
+    broken = tmp_path / "run"
+    shutil.copytree(folder, broken)
+    (broken / "ckpt-300.index").write_bytes(b"not a checkpoint index")
+    problem = registry.problem(run["problem"])
+    with pytest.raises(decoder_lib.DecodeError, match="ckpt-300 cannot be read"):
+        decoder_lib.load_model(problem, run["model"], hparams, None, str(broken))

@@ -244,3 +244,20 @@ def test_beam_search_returns_ranked_beams():
     assert result["outputs"].shape == (2, 2, 5)
     scores = result["scores"].numpy()
     assert np.all(scores[:, 0] >= scores[:, 1])
+
+
+def test_a_set_without_an_hparam_the_model_reads_is_named():
+    from t2t.hparams.hparams import HParamsError, MissingHParamError
+
+    seq2seq = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
+                             vocab_size={"inputs": VOCAB, "targets": VOCAB})
+    # Read at construction: the error names the sets that define it.
+    with pytest.raises(HParamsError, match="reads hparam 'num_heads'.*lstm_bahdanau_attention"):
+        t2t_model.create_model("lstm_seq2seq_attention", basic.create_hparams("lstm_seq2seq"),
+                               "train", seq2seq)
+    # Read in call (through Keras' re-raise): still a MissingHParamError naming it.
+    hparams = basic.create_hparams("transformer_test")
+    hparams.del_hparam("pos")
+    model = t2t_model.create_model("transformer", hparams, "train", seq2seq)
+    with pytest.raises(MissingHParamError, match="no hparam 'pos'"):
+        model.build_weights()

@@ -64,7 +64,8 @@ class _Wrapper(keras.layers.Layer):
         self.lstms = [keras.layers.LSTM(2)]
         self.drop = keras.layers.Dropout(0.5)
         self.seeds = keras.random.SeedGenerator(1)
-        self._hidden = keras.layers.Dense(2)  # private: not a name t2t gives out
+        self._hidden = keras.layers.Dense(2)  # private, but a layer: named
+        self._kept = [keras.layers.Dense(2)]  # a private container: bookkeeping, not named
         self.scale = self.add_weight(name="s", shape=())
 
     def call(self, x):
@@ -76,13 +77,14 @@ def test_keras_layers_are_leaves_named_by_their_weight_names():
     layer.dense.build((None, 4))
     layer.lstms[0].build((None, 5, 4))
     layer._hidden.build((None, 4))
+    layer._kept[0].build((None, 4))
     names = variable_names.named_variables(layer)
     assert {n for n in names if not n.startswith("unnamed.")} == {
         "dense.kernel", "dense.bias", "lstms.0.kernel", "lstms.0.recurrent_kernel",
         "lstms.0.bias", "lstms.0.seed_generator_state", "drop.seed_generator_state",
-        "seeds.state", "scale"}
+        "seeds.state", "scale", "_hidden.kernel", "_hidden.bias"}
     unnamed = [v for n, v in names.items() if n.startswith("unnamed.")]
-    assert {id(v) for v in unnamed} == {id(v) for v in layer._hidden.variables}
+    assert {id(v) for v in unnamed} == {id(v) for v in layer._kept[0].variables}
     legacy = variable_names.legacy_names(layer)
     assert legacy["dense.kernel"][:2] == ("dense.kernel", "dense._kernel")
     assert "lstms.0.cell.kernel" in legacy["lstms.0.kernel"]

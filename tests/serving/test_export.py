@@ -1,4 +1,4 @@
-"""SavedModel export: layout, saved_model_cli show/run, outputs equal to model.infer and
+"""SavedModel export: layout, saved_model_cli show/run, outputs equal to infer.infer and
 t2t's Decoder in processes without t2t, the parity gate, SentencePiece and images."""
 
 import dataclasses

@@ -183,3 +183,10 @@ def test_checkpoint_of_another_model_is_refused(data_dir, tmp_path):
     os.remove(out / "hparams.json")
     with pytest.raises(run_dir.IncompatibleRunError, match="does not match"):
         _trainer(data_dir, out, 20, model="lstm_seq2seq", hparams="batch_size=256")
+
+
+def test_a_strategy_is_accepted_where_the_runtime_goes(data_dir, tmp_path):
+    trainer = Trainer(registry.problem(PROBLEM), "transformer",
+                      create_hparams("transformer_test", SMALL), data_dir, str(tmp_path / "run"),
+                      TrainerConfig(train_steps=1), tf.distribute.get_strategy())
+    assert trainer.runtime.strategy is tf.distribute.get_strategy() and trainer.num_replicas == 1

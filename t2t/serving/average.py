@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 from absl import logging
 
-MODEL_KEY = "model"
+from t2t.models.checkpoints import MODEL_KEY  # the trainer's name for the model object
+
 COPIED_FILES = ("run.json", "hparams.json", "operative_config.gin", "flags.txt")
 AVERAGE_INFO_FILE = "averaged.json"
 

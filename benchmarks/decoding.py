@@ -1,11 +1,13 @@
 """Decoding speed: greedy and beam search, cached vs uncached, by output length.
 
     python -m benchmarks.decoding [--quick] [--hparams_set transformer_tiny]
-        [--batch_size 8] [--beam_size 4] [--lengths 32,128,512] [--repeats 3]
+        [--shape seq2seq|decoder_only|both] [--batch_size 8] [--beam_size 4] [--lengths 32,128,512] [--repeats 3]
         [--budget 20] [--max_uncached_length N] [--onednn off|on|tf-default]
 
 Builds a Transformer (random weights: decoding cost does not depend on training) for a
-seq2seq symbol problem with a 1000-token vocabulary, and times `T2TModel.infer`
+seq2seq symbol problem with a 1000-token vocabulary, and (`--shape`, default both) a
+decoder-only one (a language model continuing empty prompts through
+t2t.decoding.prompting: rows "lm_greedy", "lm_beam4"), and times `T2TModel.infer`
 wrapped in a `tf.function`, traced once per (decoder, cache) configuration with the
 input batch and the decode length as tensor arguments (the length is dynamic, as in
 the decoder, so one trace serves every length). Tracing and a first warm-up call at
@@ -39,6 +41,8 @@ Reported per configuration:
   (`attention.write_position`) and beam search never copies the caches
   (`beam_search.SLOTS`); before both, the ratios were 3.1 (greedy) and 4.0 (beam).
 Times include the one encoder pass of each decode (inputs: `--input_length` tokens).
+Decoder-only rows (2026-11-26): greedy's cached ratio is 1.05, beam 4's 3.28 (no
+encoder-decoder attention dilutes the cost of attending over the cached positions).
 
 oneDNN: `--onednn on` (the default) sets TF_ENABLE_ONEDNN_OPTS=1 before TensorFlow is
 imported, which is TensorFlow's own default on x86; `off` measures Eigen's kernels
@@ -103,30 +107,35 @@ def onednn_enabled() -> bool:
 
 
 def build_model(
-    hparams_set: str = "transformer_tiny", vocab_size: int = 1000, seed: int = 0
+    hparams_set: str = "transformer_tiny", vocab_size: int = 1000, seed: int = 0,
+    decoder_only: bool = False,
 ) -> Any:
-    """A seq2seq Transformer (EOS suppressed) in PREDICT mode with random weights."""
+    """A seq2seq (or decoder-only: a language model) Transformer, EOS suppressed, in
+    PREDICT mode with random weights."""
     import tensorflow as tf
 
     from t2t.hparams import basic
     from t2t.models import t2t_model
     from t2t.problems.problem import ProblemHParams
 
-    php = ProblemHParams(
-        modality={"inputs": "symbol", "targets": "symbol"},
-        vocab_size={"inputs": vocab_size, "targets": vocab_size},
-    )
+    features = ("targets",) if decoder_only else ("inputs", "targets")
+    php = ProblemHParams(modality={f: "symbol" for f in features},
+                         vocab_size={f: vocab_size for f in features})
     tf.random.set_seed(seed)
     model = full_length_transformer()(basic.create_hparams(hparams_set), t2t_model.PREDICT, php)
-    model.build_for({"inputs": tf.fill([1, 2], 2), "targets": tf.fill([1, 2], 2)})
+    model.build_for({f: tf.fill([1, 2], 2) for f in features})
     return model
 
 
 def make_decoder(model: Any, beam_size: int, use_cache: bool) -> Any:
-    """A traced tf.function (inputs [B, S], decode_length) -> outputs [B, L]."""
+    """A traced tf.function (inputs [B, S], decode_length) -> outputs [B, L]. A
+    decoder-only model gets the inputs as its prompt (an empty [B, 0] prompt times the
+    decoding alone)."""
     import tensorflow as tf
 
     from t2t.decoding import infer as infer_lib
+
+    feature = "inputs" if model.has_inputs else "prompt"
 
     @tf.function(
         input_signature=[
@@ -137,7 +146,7 @@ def make_decoder(model: Any, beam_size: int, use_cache: bool) -> Any:
     )
     def decode(inputs: tf.Tensor, decode_length: tf.Tensor) -> tf.Tensor:
         return infer_lib.infer(
-            model, {"inputs": inputs}, decode_length=decode_length, beam_size=beam_size,
+            model, {feature: inputs}, decode_length=decode_length, beam_size=beam_size,
             alpha=0.6, use_cache=use_cache,
         )["outputs"]
 
@@ -180,6 +189,7 @@ def benchmark(
     decoders: tuple[str, ...] = ("greedy", "beam"),
     max_uncached_length: int | None = None,
     verbose: bool = False,
+    decoder_only: bool = False,
 ) -> dict[str, Any]:
     """Times greedy and/or beam decoding, cached and uncached, at each length.
 
@@ -189,15 +199,16 @@ def benchmark(
     Returns {"results": {decoder: {"cached" | "uncached": {length: measure() dict}}},
     "speedup": {decoder: {length: uncached / cached seconds}}, "cached_flatness":
     {decoder: cached ms/token at max(lengths) / at min(lengths)}, "trace_s": {...},
-    "config": {...}} where decoder is "greedy" or "beam<beam_size>".
+    "config": {...}} where decoder is "greedy" or "beam<beam_size>". `decoder_only`:
+    a language model continuing empty prompts (no encoder; `input_length` unused).
     """
     import tensorflow as tf
 
-    model = build_model(hparams_set, vocab_size, seed)
+    model = build_model(hparams_set, vocab_size, seed, decoder_only)
     rng = np.random.default_rng(seed)
     inputs = rng.integers(2, vocab_size, [batch_size, input_length]).astype(np.int32)
     inputs[:, -1] = EOS_ID  # as the problems encode them
-    inputs = tf.constant(inputs)
+    inputs = tf.constant(inputs[:, :0] if decoder_only else inputs)
     names = {"greedy": ("greedy", 1), "beam": (f"beam{beam_size}", beam_size)}
     decoders_by_name = dict(names[d] for d in decoders)
     results: dict[str, dict[str, dict[int, dict]]] = {}
@@ -239,7 +250,7 @@ def benchmark(
         hparams_set=hparams_set, lengths=list(lengths), batch_size=batch_size,
         beam_size=beam_size, input_length=input_length, vocab_size=vocab_size,
         repeats=repeats, budget_s=budget_s, max_uncached_length=max_uncached_length,
-        cpus=os.cpu_count(), tensorflow=tf.__version__,
+        decoder_only=decoder_only, cpus=os.cpu_count(), tensorflow=tf.__version__,
         devices=[d.device_type for d in tf.config.list_logical_devices()],
         onednn=onednn_enabled(),
     )
@@ -289,6 +300,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="skip the uncached decoder above this length")
     parser.add_argument("--onednn", choices=["off", "on", "tf-default"], default="on",
                         help="TF_ENABLE_ONEDNN_OPTS (see the module doc); on by default")
+    parser.add_argument("--shape", choices=["seq2seq", "decoder_only", "both"], default="both",
+                        help="encoder-decoder rows, decoder-only (language model) rows, or both")
     args = parser.parse_args(argv)
     if args.onednn != "tf-default":
         if "tensorflow" in sys.modules:
@@ -299,12 +312,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     repeats = args.repeats or (2 if args.quick else 3)
     budget = args.budget if args.budget is not None else (5.0 if args.quick else 20.0)
 
+    shapes = ["seq2seq", "decoder_only"] if args.shape == "both" else [args.shape]
+    merged: dict[str, Any] = {}
+    for shape in shapes:
+        print(f"{shape}:", flush=True)
+        figures = _run_shape(args, lengths, repeats, budget, shape == "decoder_only")
+        merged = merge_shapes(merged, figures, "lm_" if shape == "decoder_only" else "")
+    return merged
+
+
+def merge_shapes(merged: dict[str, Any], figures: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """One result of both model shapes: decoder-only decoders are named "lm_<decoder>"
+    (results, speedup, cached_flatness, trace_s); "config" is the first shape's, the
+    others' under "config_<prefix>"."""
+    if not merged:
+        renamed = {k: ({f"{prefix}{name}": v for name, v in figures[k].items()}
+                       if k in ("results", "speedup", "cached_flatness", "trace_s") else figures[k])
+                   for k in figures}
+        return renamed
+    out = dict(merged)
+    for key in ("results", "speedup", "cached_flatness", "trace_s"):
+        out[key] = {**merged[key], **{f"{prefix}{name}": v for name, v in figures[key].items()}}
+    out[f"config_{prefix.rstrip('_') or 'seq2seq'}"] = figures["config"]
+    out["total_s"] = merged.get("total_s", 0.0) + figures.get("total_s", 0.0)
+    return out
+
+
+def _run_shape(args: argparse.Namespace, lengths: tuple[int, ...], repeats: int,
+               budget: float, decoder_only: bool) -> dict[str, Any]:
     start, load_before = time.perf_counter(), os.getloadavg()
     figures = benchmark(
         hparams_set=args.hparams_set, lengths=lengths, batch_size=args.batch_size,
         beam_size=args.beam_size, input_length=args.input_length,
         vocab_size=args.vocab_size, repeats=repeats, budget_s=budget,
-        max_uncached_length=args.max_uncached_length, verbose=True,
+        max_uncached_length=args.max_uncached_length, verbose=True, decoder_only=decoder_only,
     )
     figures["load_average_before"] = list(load_before)
     figures["load_average"] = list(os.getloadavg())
@@ -312,9 +353,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print()
     print(format_table(figures))
     c = figures["config"]
+    shape = ("decoder-only (a language model continuing empty prompts)" if decoder_only
+             else f"encoder-decoder, inputs {c['input_length']} tokens")
     print(
         f"\n{c['hparams_set']}, vocab {c['vocab_size']}, batch {c['batch_size']}, "
-        f"inputs {c['input_length']} tokens, beam alpha 0.6; EOS suppressed (full-length). "
+        f"{shape}, beam alpha 0.6; EOS suppressed (full-length). "
         f"Median of up to {repeats} runs (runs columns), no more once {budget:g}s spent. "
         f"tok/s = batch * length / s; ms/tok = s / length.\n"
         f"Tracing + warm-up (excluded): "

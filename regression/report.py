@@ -71,6 +71,8 @@ class CaseResult:
     # run plus `earlier_minutes`, the time an interrupted run recorded before it).
     continued: bool = False
     earlier_minutes: float = 0.0
+    # The dev metric of `curve` when the main one is measured after training (test_*).
+    curve_metric: str | None = None
 
     @classmethod
     def for_case(cls, case: Case) -> CaseResult:
@@ -80,6 +82,7 @@ class CaseResult:
             strategy=case.strategy, hardware=case.hardware, metric=case.metric,
             band=tuple(case.band), measured_on=case.measured_on,
             expected_minutes=case.expected_minutes, bands=case.bands(),
+            curve_metric=case.curve_metric,
         )
 
 

@@ -177,9 +177,10 @@ def in_band(value: float | None, band: Sequence[float]) -> bool:
     return value is not None and low <= value <= high
 
 
-def read_eval_results(case_dir: str) -> list[dict[str, float]]:
-    """The run's evaluations, oldest first (a torn last line is ignored)."""
-    path = os.path.join(case_dir, EVAL_RESULTS_FILE)
+def read_eval_results(case_dir: str, split: str = "dev") -> list[dict[str, float]]:
+    """The run's evaluations of `split`, oldest first (a torn last line is ignored)."""
+    name = EVAL_RESULTS_FILE if split == "dev" else f"eval_results_{split}.jsonl"
+    path = os.path.join(case_dir, name)
     if not os.path.exists(path):
         return []
     results = []
@@ -199,7 +200,9 @@ def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: 
     why a post-training step failed)."""
     metric = result.metric
     result.eval_results = eval_results
-    result.curve = [(int(r["step"]), float(r[metric])) for r in eval_results if metric in r]
+    curve_metric = result.curve_metric or metric
+    result.curve = [(int(r["step"]), float(r[curve_metric])) for r in eval_results
+                    if curve_metric in r]
     last = eval_results[-1] if eval_results else None
     final = {k: float(v) for k, v in (last or {}).items() if k != "step"}
     final.update(after or {})
@@ -323,6 +326,11 @@ def post_training_commands(case: Case, output_dir: str) -> list[list[str]]:
                          f"--decode_from_file={text}.inputs",
                          f"--decode_reference={text}.targets",
                          f"--decode_to_file={os.path.join(case_dir, DECODES_FILE)}"])
+    if case.eval_split_after:
+        commands.append([*tool_command("t2t-trainer"), *case.trainer_args(),
+                         f"--data_dir={data_dir}", f"--output_dir={case_dir}",
+                         "--schedule=evaluate", f"--eval_split={case.eval_split_after}",
+                         "--eval_steps=0"])
     if case.export:
         commands.append([*tool_command("t2t-exporter"), f"--output_dir={case_dir}",
                          f"--data_dir={data_dir}",
@@ -354,6 +362,17 @@ def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO
                 return metrics, f"t2t-exporter exited with status {status} (parity gate or export)"
         elif status != 0:
             return metrics, f"{tool} exited with status {status}"
+    if case.eval_split_after:
+        split_results = read_eval_results(os.path.join(output_dir, case.name),
+                                          case.eval_split_after)
+        if not split_results:
+            return metrics, f"no evaluation of the {case.eval_split_after} split"
+        metrics.update({f"{case.eval_split_after}_{k}": float(v)
+                        for k, v in split_results[-1].items() if k != "step"})
+    if case.below_baseline:
+        from regression import baselines
+
+        metrics[case.below_baseline] = baselines.compute(case.below_baseline, case, output_dir)
     if case.decode_hparams is not None:
         scores = read_decode_scores(os.path.join(output_dir, case.name))
         if not scores:
@@ -413,6 +432,10 @@ def run_case(case: Case, output_dir: str, *, execute: Execute = stream_command,
             after, after_error = run_post_training(case, output_dir, execute, log, prefix,
                                                    result.commands)
     result.minutes = (time.monotonic() - start) / 60
+    if case.below_baseline and case.below_baseline in after:
+        low, high = result.bands[case.metric]
+        result.bands[case.metric] = (low, min(high, after[case.below_baseline]))
+        result.bands[case.below_baseline] = (0.0, float("inf"))  # reported beside it
     judge(result, read_eval_results(case_dir), status, after, after_error)
     return result
 

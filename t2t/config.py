@@ -86,7 +86,12 @@ class TrainerConfig:
 
     schedule: str = setting("train_and_evaluate", "What to run.", choices=SCHEDULES)
     train_steps: int = setting(1000, "Total training steps (the run's last step).")
-    eval_steps: int = setting(100, "Dev batches per evaluation; <= 0 for the whole dev set.")
+    eval_steps: int = setting(100, "Batches per evaluation; <= 0 for the whole split.")
+    eval_split: str = setting("dev", "The split evaluations read: one of the problem's "
+                              "splits (typically train, dev, test; the README's problem "
+                              "table lists them). "
+                              "A split other than dev records its results apart "
+                              "(eval_SPLIT/, eval_results_SPLIT.jsonl).")
     local_eval_frequency: int = setting(1000, "Evaluate every this many steps.")
     save_checkpoints_steps: int = setting(1000, "Checkpoint every this many steps.")
     keep_checkpoint_max: int = setting(20, "Checkpoints kept.")
@@ -204,7 +209,19 @@ class DecodeHParams:
     top_k: int = setting(0, "Sample among the k most likely tokens (0: all).", flag=False)
     top_p: float = setting(1.0, "Sample within the nucleus of probability top_p.", flag=False)
     max_input_length: int = setting(0, "Inputs are cut to this many tokens (before EOS); 0: "
-                                    "the model's max_length.", flag=False)
+                                    "the model's max_length. A language model's prompt "
+                                    "keeps its LAST max_input_length tokens (with a "
+                                    "warning).", flag=False)
+    max_new_tokens: int = setting(0, "Tokens generated per input or prompt; 0: "
+                                  "extra_length (for seq2seq: beyond the longest input).",
+                                  flag=False)
+    num_samples: int = setting(1, "Samples per input or prompt (beam_size=1), written "
+                               "tab-separated on its line.", flag=False)
+    seed: int = setting(-1, "Seed of sampling: >= 0 makes a sampled run repeat exactly (a "
+                        "sample depends only on the prompt, the seed and its number); -1 "
+                        "draws one.", flag=False)
+    return_prompt: bool = setting(False, "Language models: write prompt + continuation "
+                                  "instead of the continuation alone.", flag=False)
 
     @classmethod
     def parse(cls, text: str | None) -> DecodeHParams:
@@ -223,6 +240,9 @@ class DecodeHParams:
             hp.parse(text or "")
         except HParamsError as e:
             raise DecodeHParamsError(f"--decode_hparams={text!r}: {e}") from None
+        given = {part.split("=", 1)[0].strip() for part in (text or "").split(",")}
+        if "beam_size" not in given and (hp.temperature > 0 or hp.num_samples > 1):
+            hp.beam_size = 1  # sampling asked for: the default beam search does not apply
         result = cls(**hp.values())
         result.validate()
         return result
@@ -240,6 +260,12 @@ class DecodeHParams:
              f"max_input_length={self.max_input_length} (need >= 0)"),
             (self.temperature > 0 and self.beam_size > 1,
              "temperature > 0 samples, which needs beam_size=1"),
+            (self.max_new_tokens < 0, f"max_new_tokens={self.max_new_tokens} (need >= 0)"),
+            (self.num_samples < 1, f"num_samples={self.num_samples} (need >= 1)"),
+            (self.num_samples > 1 and self.beam_size > 1,
+             f"num_samples={self.num_samples} draws samples, which needs beam_size=1 (and "
+             f"temperature > 0)"),
+            (self.seed < -1, f"seed={self.seed} (need >= 0, or -1 for a random one)"),
         ]
         problems = [message for failed, message in checks if failed]
         if problems:
@@ -281,7 +307,8 @@ class TunerConfig:
     hparams_range: str = setting("", "Registered ranged hparams set: the search space, e.g. "
                                  "transformer_tiny_range (see --registry_help).")
     objective: str = setting("", "The eval metric to optimize, e.g. accuracy_per_sequence, "
-                             "neg_log_perplexity, accuracy or loss.")
+                             "neg_log_perplexity, accuracy or loss (language models: "
+                             "also perplexity and bits_per_byte).")
     hparams_set: str = setting("", "The hparams set every trial starts from.", flag=False)
     trainer_args: list[str] = setting([], "Flags of every trial's trainer.", flag=False)
     hparams: str = setting("", "The user's overrides; a trial's sampled values win.",

@@ -10,6 +10,12 @@
   t2t-decoder --output_dir=RUN --decode_interactive   # one line in, one line out; q quits
   t2t-decoder --output_dir=RUN --eval_steps=2         # dev batches, side by side
 
+  # A language model: each line of the file is a prompt; 3 samples per prompt
+  t2t-decoder --output_dir=LM_RUN --decode_from_file=prompts.txt \
+      --decode_hparams="temperature=0.8,top_p=0.95,num_samples=3,max_new_tokens=200,seed=1"
+  t2t-decoder --output_dir=LM_RUN --score_file=heldout.txt   # log-probabilities, perplexity,
+                                                             # bits per byte
+
 The weights come from --checkpoint_path (a prefix or a directory) or else the latest
 checkpoint in --output_dir. --problem, --model, --hparams_set and --hparams default to
 the ones the run in --output_dir recorded (run.json, hparams.json).
@@ -30,17 +36,30 @@ from t2t.bin import common_flags, config_flags, run_flags
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
 
-flags.DEFINE_string("decode_from_file", None, "Decode each line of this file.")
+flags.DEFINE_string("decode_from_file", None, "Decode each line of this file. A language "
+                    "model continues each line (a prompt; an empty line: none). Lines longer "
+                    "than max_input_length tokens are cut with a warning (an input keeps its "
+                    "first tokens, a prompt its last); invalid UTF-8 is replaced with a "
+                    "warning; an empty file is refused.")
 flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "
                     "line (default: DECODE_FROM_FILE.MODEL.HPARAMS_SET.PROBLEM.beamN.alphaA"
                     ".decodes).")
 flags.DEFINE_string("decode_reference", None, "Reference translations of --decode_from_file: "
                     "print sacrebleu BLEU and chrF with their signatures.")
-flags.DEFINE_bool("decode_interactive", False, "Read lines from stdin and answer each; EOF or "
-                  "'q' quits.")
+flags.DEFINE_bool("decode_interactive", False, "Read lines (a language model: prompts) from "
+                  "stdin and answer each; EOF or 'q' quits.")
+flags.DEFINE_string("score_file", None, "Score each line of this file instead of decoding "
+                    "(a language model: the text; seq2seq: 'source<TAB>target'): writes its "
+                    "log-probability (nats) to SCORE_FILE.scores, one per line, and prints the "
+                    "corpus's per-token NLL, perplexity and bits per byte (also in "
+                    "SCORE_FILE.scores.json).")
+flags.DEFINE_string("decode_split", None, "Without --decode_from_file: the split to decode "
+                    "(default dev; e.g. test). A language model continues the first half of "
+                    "each example.")
 flags.DEFINE_integer("eval_steps", 1, "Without --decode_from_file: dev batches to decode "
                      "(<= 0: the whole dev split), printed and written to "
-                     "OUTPUT_DIR/decode_dev.{inputs,targets,outputs}.txt.")
+                     "OUTPUT_DIR/decode_SPLIT.{inputs,targets,outputs}.txt (SPLIT: "
+                     "--decode_split, default dev).")
 
 
 def _default_decode_to_file(model: str, hparams_set: str, problem: str, dhp) -> str:
@@ -60,6 +79,9 @@ def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) 
     input_path = os.path.expanduser(FLAGS.decode_from_file)
     if not os.path.isfile(input_path):
         raise FileNotFoundError(f"--decode_from_file={FLAGS.decode_from_file!r}: no such file.")
+    if os.path.getsize(input_path) == 0:
+        raise decoder_lib.DecodeError(f"--decode_from_file={FLAGS.decode_from_file!r} is empty: "
+                                      f"nothing to decode (one input or prompt per line).")
     references = None
     if FLAGS.decode_reference:  # read first: a bad reference fails before decoding
         reference_path = os.path.expanduser(FLAGS.decode_reference)
@@ -90,20 +112,40 @@ def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) 
         print(f"Scores written to {scores_path}", flush=True)
 
 
+def _score_file(problem, model, data_dir: str, dhp) -> None:
+    from t2t.decoding import scoring
+
+    input_path = os.path.expanduser(FLAGS.score_file)
+    if not os.path.isfile(input_path):
+        raise FileNotFoundError(f"--score_file={FLAGS.score_file!r}: no such file.")
+    scorer = scoring.Scorer(problem, model, data_dir, batch_size=dhp.batch_size)
+    output_path = input_path + ".scores"
+    start = time.monotonic()
+    corpus = scorer.score_file(input_path, output_path)
+    scoring.write_corpus_score(output_path + ".json", corpus)
+    print(f"Scored {corpus.lines} lines ({corpus.tokens} tokens, {corpus.bytes} bytes) of "
+          f"{input_path} in {time.monotonic() - start:.1f} s: log-probabilities in {output_path}",
+          flush=True)
+    print(f"nll_per_token {corpus.nll_per_token:.4f} nats  perplexity {corpus.perplexity:.3f}  "
+          f"bits_per_byte {corpus.bits_per_byte:.4f}  (written to {output_path}.json)", flush=True)
+
+
 def _decode_dev(decoder, output_dir: str) -> None:
     from t2t.decoding import decoder as decoder_lib
 
-    triples = decoder.decode_dev_set(FLAGS.eval_steps)
+    split = FLAGS.decode_split or "dev"
+    triples = decoder.decode_dev_set(FLAGS.eval_steps, split)
     for i, (inputs, targets, outputs) in enumerate(triples):
         print(f"[{i}] inputs:  {inputs}\n    targets: {targets}\n    outputs: {outputs}")
     os.makedirs(output_dir, exist_ok=True)
     for k, name in enumerate(("inputs", "targets", "outputs")):
-        decoder_lib.write_lines(os.path.join(output_dir, f"decode_dev.{name}.txt"),
+        decoder_lib.write_lines(os.path.join(output_dir, f"decode_{split}.{name}.txt"),
                                 [decoder_lib.one_line(t[k], False) for t in triples])
     exact = sum(t == o for _, t, o in triples) / max(len(triples), 1)
-    print(f"Decoded {len(triples)} dev examples: exact match {exact:.4f}; written to "
-          f"{os.path.join(output_dir, 'decode_dev.{inputs,targets,outputs}.txt')}", flush=True)
-    if triples and not decoder.is_class_label:
+    print(f"Decoded {len(triples)} {split} examples: exact match {exact:.4f}; written to "
+          f"{os.path.join(output_dir, f'decode_{split}.{{inputs,targets,outputs}}.txt')}",
+          flush=True)
+    if triples and not decoder.is_class_label and not decoder.is_language_model:
         _print_scores(decoder_lib.score_bleu([t[2] for t in triples], [t[1] for t in triples]))
 
 
@@ -112,8 +154,10 @@ def main(argv: list[str]) -> None:
         return
     if FLAGS.decode_reference and not FLAGS.decode_from_file:
         common_flags.fail("--decode_reference scores --decode_from_file's decodes: give both.")
-    if FLAGS.decode_interactive and FLAGS.decode_from_file:
-        common_flags.fail("--decode_interactive and --decode_from_file: choose one.")
+    chosen = [name for name in ("decode_interactive", "decode_from_file", "score_file")
+              if getattr(FLAGS, name)]
+    if len(chosen) > 1:
+        common_flags.fail(f"{' and '.join('--' + c for c in chosen)}: choose one.")
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError, MissingHParamError
@@ -132,6 +176,9 @@ def main(argv: list[str]) -> None:
         problem = registry.problem(problem_name)
         registry.model(model_name)
         model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
+        if FLAGS.score_file:
+            _score_file(problem, model, data_dir, dhp)
+            return
         decoder = decoder_lib.Decoder(problem, model, data_dir, dhp)
         if FLAGS.decode_interactive:
             sys.stderr.write(f"Decoding with {model_name} from {checkpoint} "

@@ -119,13 +119,18 @@ def train(experiment: config.ExperimentConfig) -> None:
     trainer = Trainer(problem, task.model, hparams, data_dir, output_dir, experiment.trainer,
                       runtime, experiment.input,
                       run_info={"hparams_set": task.hparams_set, "hparams": task.hparams})
+    schedule = experiment.trainer.schedule
+    trains = schedule in ("train", "train_and_evaluate")
     if runtime.is_chief:  # after Trainer accepted the run: a refused one writes nothing
-        with open(os.path.join(output_dir, "flags.txt"), "w", encoding="utf-8") as f:
+        # An evaluation keeps the training run's flags.txt: its own go beside them.
+        name = "flags.txt" if trains else f"flags_{schedule}.txt"
+        with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
             f.write(FLAGS.flags_into_string())
-    print(f"Training {task.model}/{task.hparams_set} on {problem.name} with "
+    doing = "Training" if trains else f"Evaluating ({schedule}, {experiment.trainer.eval_split} split)"
+    print(f"{doing} {task.model}/{task.hparams_set} on {problem.name} with "
           f"{strategy_lib.describe(runtime.strategy)}; global batch {hparams.batch_size} x "
           f"{runtime.num_replicas} replica(s); output in {output_dir}", flush=True)
-    trainer.run(experiment.trainer.schedule)
+    trainer.run(schedule)
     if runtime.is_chief:
         gin_config.save_config(output_dir)
 

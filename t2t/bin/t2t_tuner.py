@@ -54,10 +54,10 @@ config_flags.define(config.TunerConfig)
 flags.DEFINE_bool("maximize", None, "Maximize --objective (default for all but loss-like "
                   "metrics).")
 flags.DEFINE_bool("minimize", None, "Minimize --objective (default for 'loss' and names "
-                  "ending in loss, perplexity or error).")
+                  "ending in loss, perplexity, error or bits_per_byte).")
 
 _COMMON_FORWARDED = ("data_mirror", "t2t_usr_dir", "gin_file", "gin_param")
-_LOSS_LIKE = ("loss", "perplexity", "error")
+_LOSS_LIKE = ("loss", "perplexity", "error", "bits_per_byte")
 
 
 def direction(objective: str, maximize: bool | None, minimize: bool | None) -> str:

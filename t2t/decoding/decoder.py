@@ -12,6 +12,12 @@ length (longest first) and decoded `batch_size` at a time by one traced `infer.i
 the original order. Empty lines decode as an empty input, lines longer than
 `max_input_length` tokens are cut, bytes that are not UTF-8 are replaced: each with a
 warning naming the line, and never a crash.
+
+Language models (problems without inputs): each line is a prompt (an empty line: no
+prompt), encoded without EOS; the output is its continuation of `max_new_tokens` (else
+`extra_length`) tokens, or prompt + continuation with `return_prompt`. A prompt longer
+than `max_input_length` tokens keeps its last ones (with a warning). With
+`num_samples` > 1 each line gets that many samples, tab-separated.
 """
 
 from __future__ import annotations
@@ -119,6 +125,19 @@ def iter_text_lines(path: str) -> Iterator[str]:
             yield _decode_bytes(raw, f"line {number} of {path}")
 
 
+def iter_line_chunks(path: str, size: int = FILE_CHUNK_LINES) -> Iterator[list[str]]:
+    """The lines of a text file (read as iter_text_lines reads them), `size` at a time:
+    what a whole-file decode or score holds in memory at once."""
+    chunk: list[str] = []
+    for line in iter_text_lines(path):
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def read_text_lines(path: str) -> list[str]:
     return list(iter_text_lines(path))
 
@@ -132,8 +151,9 @@ def one_line(text: str, tabs: bool) -> str:
 def format_result(result: DecodeResult, decode_hparams: DecodeHParams) -> str:
     """One output line: the best text, or every beam tab-separated (with scores)."""
     scores = decode_hparams.write_beam_scores
-    tabs = scores or decode_hparams.return_beams
-    beams = result.beams if decode_hparams.return_beams else [(result.text, result.score)]
+    every = decode_hparams.return_beams or decode_hparams.num_samples > 1
+    tabs = scores or every
+    beams = result.beams if every else [(result.text, result.score)]
     parts = []
     for text, score in beams:
         parts.append(one_line(text, tabs))
@@ -184,17 +204,15 @@ class Decoder:
         dhp.validate()
         self.problem_hparams = model.problem_hparams
         modality = self.problem_hparams.modality
-        if "inputs" not in modality:
-            raise DecodeError(
-                f"{problem.name} has no inputs (a language model): t2t-decoder decodes "
-                f"inputs into targets."
-            )
-        self.inputs_modality = modality["inputs"]
+        self.is_language_model = "inputs" not in modality
+        # A language model's "inputs" are prompts: target tokens.
+        self.inputs_modality = modality["targets" if self.is_language_model else "inputs"]
         self.is_class_label = self.problem_hparams.is_classifier
         self.encoders = problem.feature_encoders(data_dir)
+        self.input_encoder = self.encoders.get("targets" if self.is_language_model else "inputs")
         self.settings = settings_lib.resolve(dhp, model)
         self.max_input_length = self.settings.max_input_length
-        self.top_beams = self.settings.top_beams
+        self.top_beams = self.settings.outputs_per_input
         self._infer = None
 
     # -------------------------------------------------------------- the model
@@ -212,8 +230,10 @@ class Decoder:
             else:
                 spec = None
 
+            feature = "prompt" if self.is_language_model else "inputs"
+
             def infer(inputs, decode_length):
-                return infer_fn(model, {"inputs": inputs}, decode_length, **infer_args)
+                return infer_fn(model, {feature: inputs}, decode_length, **infer_args)
 
             signature = None if spec is None else [spec, tf.TensorSpec([], tf.int32)]
             self._infer = tf.function(infer, input_signature=signature, reduce_retracing=True)
@@ -232,17 +252,25 @@ class Decoder:
         else:
             longest = 0
             inputs = np.stack(batch)
-        decode_length = np.int32(longest + self.settings.extra_length)
-        result = self._infer_fn()(inputs, decode_length)
+        new_tokens = self.settings.new_tokens(0 if self.is_language_model else longest)
+        result = self._infer_fn()(inputs, np.int32(new_tokens))
         outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
         if scores.ndim == 1:  # one beam: [B, L] and [B]
             outputs, scores = outputs[:, None], scores[:, None]
         decoded = []
         for row in range(len(batch)):
-            beams = [(self.target_text(outputs[row, k]), float(scores[row, k]))
+            prefix = list(batch[row]) if self.settings.return_prompt else []
+            beams = [(self._output_text(prefix, outputs[row, k]), float(scores[row, k]))
                      for k in range(outputs.shape[1])]
             decoded.append(DecodeResult(text=beams[0][0], score=beams[0][1], beams=beams))
         return decoded
+
+    def _output_text(self, prompt: list[int], ids: np.ndarray) -> str:
+        """The text of prompt + output ids up to EOS (decoded together: a byte or piece
+        split across the two joins up)."""
+        if not prompt:
+            return self.target_text(ids)
+        return self.target_text(np.asarray([*prompt, *text_encoder.strip_extraneous(ids)]))
 
     def decode_features(self, inputs: Sequence[np.ndarray]) -> list[DecodeResult]:
         """Decodes prepared inputs (token ids ending in EOS, or images), in their order.
@@ -259,19 +287,22 @@ class Decoder:
 
     # ------------------------------------------------------------------- text
     def encode_text(self, text: str, line_number: int | None = None) -> np.ndarray:
-        """Token ids of one input line, cut to max_input_length, with EOS appended."""
+        """Token ids of one input line, cut to max_input_length, with EOS appended; a
+        language model's prompt: without EOS, keeping its last max_input_length ids."""
         where = f"line {line_number}" if line_number is not None else "input"
         if self.inputs_modality != problem_lib.Modality.SYMBOL:
             raise DecodeError(
                 f"{self.problem.name} has {self.inputs_modality} inputs: only text inputs can "
                 f"be decoded from text (use --eval_steps to decode its dev set)."
             )
-        encoder = self.encoders.get("inputs")
+        encoder = self.input_encoder
         try:
             ids = encoder.encode(text) if encoder is not None else [int(w) for w in text.split()]
         except ValueError as e:
             logging.warning("%s cannot be encoded (%s): decoded as an empty input.", where, e)
             ids = []
+        if self.is_language_model:
+            return np.asarray(self._cut_prompt(ids, where), np.int32)
         if not ids:
             logging.warning("%s is empty: decoded as an empty input.", where)
         elif len(ids) > self.max_input_length:
@@ -279,6 +310,14 @@ class Decoder:
                             where, len(ids), self.max_input_length)
             ids = ids[: self.max_input_length]
         return np.asarray([*ids, EOS_ID], np.int32)
+
+    def _cut_prompt(self, ids: list[int], where: str) -> list[int]:
+        """A prompt's last max_input_length ids (what the continuation depends on most)."""
+        if len(ids) > self.max_input_length:
+            logging.warning("%s has %d tokens: the prompt keeps its last %d (max_input_length).",
+                            where, len(ids), self.max_input_length)
+            return ids[-self.max_input_length:]
+        return ids
 
     def decode_texts(self, lines: Sequence[str], first_line_number: int = 1) -> list[DecodeResult]:
         """Decodes text inputs; results in the order of `lines` (warnings count lines
@@ -293,13 +332,7 @@ class Decoder:
         f, tmp = _atomic_writer(output_path)
         try:
             with f:
-                chunk: list[str] = []
-                for line in iter_text_lines(input_path):
-                    chunk.append(line)
-                    if len(chunk) == FILE_CHUNK_LINES:
-                        count += self._decode_chunk(chunk, count + 1, f)
-                        chunk = []
-                if chunk:
+                for chunk in iter_line_chunks(input_path):
                     count += self._decode_chunk(chunk, count + 1, f)
             os.replace(tmp, output_path)
         except BaseException:
@@ -342,9 +375,10 @@ class Decoder:
                 break
             count += 1
             result = self.decode_texts([line], count)[0]
-            if self.decode_hparams.return_beams:
+            if self.decode_hparams.return_beams or self.settings.num_samples > 1:
+                kind = "sample" if self.settings.num_samples > 1 else "beam"
                 for k, (text, score) in enumerate(result.beams):
-                    stdout.write(f"beam {k} ({score:.4f}): {one_line(text, False)}\n")
+                    stdout.write(f"{kind} {k} ({score:.4f}): {one_line(text, False)}\n")
             elif self.decode_hparams.write_beam_scores:
                 stdout.write(f"{one_line(result.text, True)}\t{result.score:.4f}\n")
             else:
@@ -364,15 +398,29 @@ class Decoder:
             return " ".join(str(i) for i in text_encoder.strip_extraneous(value))
         return encoder.decode(value, strip_extraneous=True)
 
-    def decode_dev_set(self, num_batches: int) -> list[tuple[str, str, str]]:
-        """(inputs, targets, outputs) texts of the first num_batches * batch_size dev
-        examples (all of them when num_batches <= 0), in the data's order."""
-        dataset = self.problem.dataset(problem_lib.EVAL, self.data_dir, deterministic=True)
+    def decode_dev_set(self, num_batches: int, split: str | None = None
+                       ) -> list[tuple[str, str, str]]:
+        """(inputs, targets, outputs) texts of the first num_batches * batch_size
+        examples of `split` (default dev; all of them when num_batches <= 0), in the
+        data's order. A language model continues the first half of each example (its
+        "inputs"); "targets" is the true second half."""
+        names = [spec.name for spec in self.problem.splits]
+        if split is not None and split not in names:
+            raise DecodeError(f"{self.problem.name} has no {split!r} split: use one of "
+                              f"{', '.join(names)}.")
+        dataset = self.problem.dataset(problem_lib.EVAL, self.data_dir, deterministic=True,
+                                       split=split)
         if num_batches > 0:
             dataset = dataset.take(num_batches * self.decode_hparams.batch_size)
         inputs, targets = [], []
         symbol = self.inputs_modality == problem_lib.Modality.SYMBOL
         for example in dataset.as_numpy_iterator():
+            if self.is_language_model:
+                ids = text_encoder.strip_extraneous(np.asarray(example["targets"]))
+                half = max(1, len(ids) // 2)
+                inputs.append(np.asarray(self._cut_prompt(list(ids[:half]), "example"), np.int32))
+                targets.append(np.asarray([*ids[half:], EOS_ID], np.int32))
+                continue
             x = np.asarray(example["inputs"])
             if symbol:
                 ids = text_encoder.strip_extraneous(x)
@@ -382,8 +430,9 @@ class Decoder:
             inputs.append(x)
             targets.append(np.asarray(example["targets"]))
         results = self.decode_features(inputs)
+        prompt_feature = "targets" if self.is_language_model else "inputs"
         return [
-            (self._decode_feature("inputs", x), self._decode_feature("targets", t), r.text)
+            (self._decode_feature(prompt_feature, x), self._decode_feature("targets", t), r.text)
             for x, t, r in zip(inputs, targets, results, strict=True)
         ]
 

@@ -22,13 +22,17 @@ def greedy_or_sample(
     top_p: float = 1.0,
     eos_id: int = 1,
     seed: int | None = None,
+    keys: tf.Tensor | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Returns (ids int32 [B, L] with zeros after EOS, log-probability float32 [B]).
 
     temperature 0 takes the argmax; above 0 samples from softmax(logits / temperature)
-    restricted to the top_k tokens and to the top_p nucleus. Stops when every sequence
-    has produced EOS.
+    restricted to the top_k tokens and to the top_p nucleus, statelessly per row with
+    `keys` int64 [B, 2] (sampling.row_keys; an int `seed` stands for (seed, row)).
+    Stops when every sequence has produced EOS.
     """
+    if keys is None and seed is not None:
+        keys = sampling.row_keys(tf.constant(seed, tf.int64), None, tf.range(batch_size))
     length = tf.cast(decode_length, tf.int32)
     ids = tf.zeros([batch_size, length], tf.int32)
     scores = tf.zeros([batch_size], tf.float32)
@@ -39,7 +43,7 @@ def greedy_or_sample(
         previous = tf.where(i > 0, tf.gather(ids, tf.maximum(i - 1, 0), axis=1), 0)
         logits, state = step_fn(previous, i, state)
         logits = tf.cast(logits, tf.float32)
-        chosen = sampling.sample(logits, temperature, top_k, top_p, seed=seed)
+        chosen = sampling.sample(logits, temperature, top_k, top_p, keys=keys, step=i)
         picked = tf.gather(tf.nn.log_softmax(logits), chosen, batch_dims=1)
         chosen = tf.where(finished, tf.zeros_like(chosen), chosen)
         scores += tf.where(finished, 0.0, picked)

@@ -4,6 +4,9 @@ function (t2t.models.step_interface).
     from t2t.decoding import infer
     result = infer.infer(model, {"inputs": ids}, decode_length=20, beam_size=4, alpha=0.6)
     result["outputs"]  # int32 [B, L], 0 after EOS;  result["scores"]  float32 [B]
+    # A language model continues prompts (int32 [B, P], 0-padded), 3 samples each:
+    infer.infer(lm, {"prompt": ids}, decode_length=100, temperature=0.8, top_p=0.95,
+                num_samples=3, seed=1)["outputs"]  # [B, 3, 100]
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t.decoding import beam_search, greedy
+from t2t.decoding import beam_search, greedy, prompting, sampling
 from t2t.features import EOS_ID
 from t2t.models import step_interface
+
+PROMPT = "prompt"
 
 
 def _classify(model: Any, features: dict[str, tf.Tensor], top_beams: int) -> dict[str, tf.Tensor]:
@@ -28,6 +33,19 @@ def _classify(model: Any, features: dict[str, tf.Tensor], top_beams: int) -> dic
     return {"outputs": outputs, "scores": tf.reduce_max(log_probs, axis=-1)}
 
 
+def _check(beam_size: int, top_beams: int, num_samples: int) -> None:
+    if beam_size < 1 or top_beams < 1 or top_beams > max(beam_size, 1):
+        raise ValueError(
+            f"Need 1 <= top_beams <= beam_size, got beam_size={beam_size}, top_beams={top_beams}."
+        )
+    if num_samples < 1 or (num_samples > 1 and beam_size > 1):
+        raise ValueError(f"num_samples={num_samples}: need >= 1, and beam_size=1 above 1.")
+
+
+def _tile(features: dict[str, tf.Tensor], copies: int) -> dict[str, tf.Tensor]:
+    return {k: beam_search.tile_beams(v, copies) for k, v in features.items()} if copies > 1 else features
+
+
 def infer(
     model: step_interface.Decodable,
     features: dict[str, tf.Tensor],
@@ -35,33 +53,42 @@ def infer(
     beam_size: int = 1,
     top_beams: int = 1,
     alpha: float = 0.0,
-    temperature: float = 0.0,
-    top_k: int = 0,
-    top_p: float = 1.0,
-    seed: int | None = None,
+    temperature: float | tf.Tensor = 0.0,
+    top_k: int | tf.Tensor = 0,
+    top_p: float | tf.Tensor = 1.0,
+    seed: int | tf.Tensor | None = None,
     use_cache: bool = True,
+    num_samples: int = 1,
 ) -> dict[str, tf.Tensor]:
-    """Decodes targets for `features` (inputs only), in-graph and batched.
+    """Decodes targets for `features` ("inputs", and/or "prompt"), in-graph and batched.
 
     Returns {"outputs": int32 [B, decode_length] (0-padded after EOS), "scores":
-    float32 [B]}; with top_beams > 1, [B, top_beams, L] and [B, top_beams], best
-    first. beam_size > 1 runs beam search with length penalty ((5+len)/6)^alpha
-    (scores are penalized log-probabilities); otherwise temperature 0 is greedy and
-    above 0 samples (restricted to top_k / nucleus top_p), scores being the
-    log-probability of the output. Class-label problems return the argmax class
-    [B, 1]. `use_cache=False` forces the step that re-runs the whole model on the
-    prefix (for models with a cache, to check it).
+    float32 [B]}; with top_beams > 1 (or num_samples > 1), [B, K, L] and [B, K], best
+    first for beams. beam_size > 1 runs beam search with length penalty
+    ((5+len)/6)^alpha (scores are penalized log-probabilities); otherwise temperature
+    0 is greedy and above 0 samples (restricted to top_k / nucleus top_p; temperature,
+    top_k, top_p and seed may be scalar tensors), scores being the log-probability of
+    the output. `seed` >= 0 makes samples repeat exactly (stateless, per row: see
+    t2t.decoding.sampling); None or < 0 draws a seed. "prompt" int32 [B, P] (0-padded)
+    is forced before decoding (a language model's prompt): outputs are then the
+    decode_length tokens after each row's prompt, and scores their log-probability.
+    Class-label problems return the argmax class [B, 1]. `use_cache=False` forces the
+    step that re-runs the whole model on the prefix (for models with a cache, to
+    check it).
     """
     features = {k: v for k, v in features.items() if k != "targets"}
+    prompt = features.pop(PROMPT, None)
     if model.problem_hparams.is_classifier:
         return _classify(model, features, top_beams)
-    if beam_size < 1 or top_beams < 1 or top_beams > max(beam_size, 1):
-        raise ValueError(
-            f"Need 1 <= top_beams <= beam_size, got beam_size={beam_size}, top_beams={top_beams}."
-        )
-    reference = features.get("inputs")
+    _check(beam_size, top_beams, num_samples)
+    if prompt is not None:
+        prompt = tf.cast(prompt, tf.int32)
+        features["targets"] = prompt  # sizes the batch (decode_init overwrites it)
+    features = _tile(features, num_samples)
+    reference = features.get("inputs", features.get("targets"))
     batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
-    length = tf.cast(decode_length, tf.int32)
+    new_tokens = tf.cast(decode_length, tf.int32)
+    length = new_tokens if prompt is None else tf.shape(prompt)[1] + new_tokens
     cached = use_cache and model.has_decode_cache
     init = model.decode_init_cached if cached else model.decode_init
     step = model.decode_step_cached if cached else model.decode_step
@@ -69,16 +96,31 @@ def infer(
         state = tf.nest.map_structure(
             lambda t: beam_search.tile_beams(t, beam_size), init(features, length)
         )
+        if prompt is not None:
+            step = prompting.forced_step(step, beam_search.tile_beams(prompt, beam_size),
+                                         new_tokens, EOS_ID)
         ids, scores = beam_search.beam_search(
             step, state, batch_size, beam_size, length,
             model.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=EOS_ID,
             top_beams=top_beams,
         )
-        if top_beams == 1:
-            ids, scores = ids[:, 0], scores[:, 0]
-        return {"outputs": ids, "scores": scores}
-    ids, scores = greedy.greedy_or_sample(
-        step, init(features, length), batch_size, length, temperature, top_k, top_p,
-        eos_id=EOS_ID, seed=seed,
-    )
+    else:
+        if prompt is not None:
+            step = prompting.forced_step(step, features["targets"], new_tokens, EOS_ID)
+        sample_index = tf.tile(tf.range(num_samples), [batch_size // num_samples])
+        content = features.get("inputs", features.get("targets"))
+        if content is not None and not content.dtype.is_integer:
+            content = None  # image inputs: the sample number and seed alone key a row
+        keys = sampling.row_keys(sampling.resolve_seed(seed), content, sample_index)
+        ids, scores = greedy.greedy_or_sample(
+            step, init(features, length), batch_size, length, temperature, top_k, top_p,
+            eos_id=EOS_ID, keys=keys,
+        )
+        if num_samples > 1:
+            ids = tf.reshape(ids, [-1, num_samples, length])
+            scores = tf.reshape(scores, [-1, num_samples])
+    if prompt is not None:
+        ids = prompting.continuation(ids, prompting.prompt_lengths(prompt), new_tokens)
+    if top_beams == 1 and beam_size > 1:
+        ids, scores = ids[:, 0], scores[:, 0]
     return {"outputs": ids, "scores": scores}

@@ -37,11 +37,26 @@ class DecodeSettings:
     top_p: float
     return_beams: bool
     max_input_length: int
+    max_new_tokens: int = 0
+    num_samples: int = 1
+    seed: int = -1
+    return_prompt: bool = False
 
     def infer_args(self) -> dict[str, Any]:
         """Keyword arguments of `t2t.decoding.infer.infer`."""
         return {"beam_size": self.beam_size, "top_beams": self.top_beams, "alpha": self.alpha,
-                "temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p}
+                "temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
+                "num_samples": self.num_samples, "seed": self.seed}
+
+    @property
+    def outputs_per_input(self) -> int:
+        """Texts decoded per input: top_beams, or num_samples when sampling."""
+        return self.num_samples if self.num_samples > 1 else self.top_beams
+
+    def new_tokens(self, longest_input: int) -> int:
+        """Tokens to decode: max_new_tokens, else longest_input + extra_length (seq2seq)
+        or extra_length (a language model: longest_input 0)."""
+        return self.max_new_tokens or longest_input + self.extra_length
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -67,6 +82,8 @@ def resolve(decode_hparams: DecodeHParams, model: Any) -> DecodeSettings:
         extra_length=dhp.extra_length, temperature=dhp.temperature, top_k=dhp.top_k,
         top_p=dhp.top_p, return_beams=dhp.return_beams,
         max_input_length=dhp.max_input_length or model_max or DEFAULT_MAX_INPUT_LENGTH,
+        max_new_tokens=dhp.max_new_tokens, num_samples=dhp.num_samples, seed=dhp.seed,
+        return_prompt=dhp.return_prompt,
     )
 
 

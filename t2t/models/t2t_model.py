@@ -22,7 +22,8 @@ from t2t.features import EOS_ID, EVAL, MODES, PREDICT, TRAIN, Modality, ProblemH
 from t2t.hparams.hparams import HParams, HParamsError
 from t2t.layers import common, modalities
 
-__all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "T2TModel", "create_model", "example_features"]
+__all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "T2TModel", "create_model", "decode_batch_size",
+           "example_features"]
 
 
 class T2TModel(common.Layer):
@@ -137,8 +138,7 @@ class T2TModel(common.Layer):
 
     def decode_init(self, features: dict[str, tf.Tensor], decode_length: tf.Tensor) -> dict:
         """State of the uncached decoder: the features and a targets buffer [B, L]."""
-        reference = features.get("inputs")
-        batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
+        batch_size = decode_batch_size(features)
         return {**features, "targets": tf.zeros([batch_size, decode_length], tf.int32)}
 
     def decode_step(self, previous_ids: tf.Tensor, index: tf.Tensor, state: dict) -> tuple[tf.Tensor, dict]:
@@ -158,6 +158,13 @@ class T2TModel(common.Layer):
 
     def decode_step_cached(self, previous_ids, index, state):
         raise NotImplementedError(f"{type(self).__name__} has no cached decoder.")
+
+
+def decode_batch_size(features: dict[str, tf.Tensor]) -> tf.Tensor:
+    """The batch size of a decode: rows of "inputs", else of "targets" (a language
+    model's prompts), else 1."""
+    reference = features.get("inputs", features.get("targets"))
+    return tf.shape(reference)[0] if reference is not None else tf.constant(1)
 
 
 def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:

@@ -230,7 +230,7 @@ class Transformer(t2t_model.T2TModel):
         position; under beam search row b is a beam slot, read through the ancestry).
         """
         inputs = features.get("inputs")
-        batch_size = tf.shape(inputs)[0] if inputs is not None else tf.constant(1)
+        batch_size = t2t_model.decode_batch_size(features)
         slots: dict = {}
         memory = None
         if self.has_encoder:

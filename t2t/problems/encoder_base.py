@@ -33,6 +33,11 @@ def as_ids(ids: Any) -> list[int]:
     return [int(i) for i in arr]
 
 
+def reserved_byte_lengths(num_reserved_ids: int = NUM_RESERVED_TOKENS) -> list[int]:
+    """Bytes of text the reserved ids stand for: EOS 1 (a newline), the others 0."""
+    return [1 if i == EOS_ID else 0 for i in range(num_reserved_ids)]
+
+
 def strip_extraneous(ids: Any) -> list[int]:
     """`ids` cut at the first EOS (EOS dropped) and without PAD ids."""
     out = []
@@ -84,6 +89,17 @@ class TextEncoder:
         """JSON-able {"type": ..., params}; `build_encoder` rebuilds the encoder from it."""
         return {"type": self.type_name, "num_reserved_ids": self._num_reserved_ids}
 
+    def token_byte_lengths(self) -> list[int]:
+        """UTF-8 bytes of text that each id stands for (a list of vocab_size ints), for
+        the bits_per_byte metric: PAD 0, EOS 1 (the line or document end it marks).
+
+        Encoders that cannot say raise NotImplementedError (the trainer then skips
+        bits_per_byte)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot say how many bytes of text its ids stand for "
+            f"(no token_byte_lengths): bits_per_byte is not available."
+        )
+
     @staticmethod
     def _prepare(ids: Any, strip: bool) -> list[int]:
         return strip_extraneous(ids) if strip else as_ids(ids)
@@ -119,6 +135,10 @@ class ByteTextEncoder(TextEncoder):
 
     def decode_list(self, ids: Sequence[int]) -> list[str]:
         return [self.decode([i]) for i in as_ids(ids)]
+
+    def token_byte_lengths(self) -> list[int]:
+        """PAD 0, EOS 1, then 1 for each of the 256 byte ids."""
+        return reserved_byte_lengths(self._num_reserved_ids) + [1] * 256
 
     def describe(self) -> dict[str, Any]:
         return {"type": self.type_name}

@@ -478,6 +478,7 @@ def input_dataset(
     input_context: Any = None,
     repeat: bool | None = None,
     batching: Batching | None = None,
+    split: str | None = None,
 ) -> Any:
     """Per-replica batches of `problem`'s `mode` split ("train" | "eval" | "infer").
 
@@ -487,6 +488,7 @@ def input_dataset(
     input_context: shards the files (or records) across input pipelines
     (input_context.get_per_replica_batch_size is not applied: batch_size is per replica).
     repeat: loop forever (default: in TRAIN only).
+    split: read this split instead of the mode's own (e.g. "test" in EVAL).
     Returns dicts of int32 [batch, length] sequences, 0-padded.
     """
     config = config or InputConfig()
@@ -507,6 +509,7 @@ def input_dataset(
         deterministic=config.deterministic,
         parse_batch_size=config.parse_batch_size,
         num_parallel_reads=config.num_parallel_reads,
+        split=split,
     )
     if is_training and config.shuffle_buffer_size > 1:
         dataset = dataset.shuffle(config.shuffle_buffer_size, seed=config.seed)
@@ -550,15 +553,16 @@ def _batch_for(problem: Any, data_dir: str, hparams: Any, batching: Batching, da
 
 def make_input_fn(
     problem: Any, mode: str, data_dir: str, hparams: Any, config: InputConfig | None = None,
-    batching: Batching | None = None,
+    batching: Batching | None = None, split: str | None = None,
 ) -> Callable[[Any], Any]:
     """A `dataset_fn(input_context)` for `strategy.distribute_datasets_from_function`:
-    each input pipeline reads its own shard; batches are per replica (see input_dataset)."""
+    each input pipeline reads its own shard; batches are per replica (see input_dataset).
+    `split`: another split than the mode's own."""
 
     def dataset_fn(input_context: Any = None) -> Any:
         return input_dataset(
             problem, mode, data_dir, hparams, config=config, input_context=input_context,
-            batching=batching,
+            batching=batching, split=split,
         )
 
     return dataset_fn

@@ -47,6 +47,10 @@ class DamagedDataError(DataMissingError):
     """Shards that exist but cannot be read (truncated or corrupted records)."""
 
 
+class UnknownSplitError(registry.UnknownNameError, ValueError):
+    """A split name the problem does not have (not one of its `splits`)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SplitSpec:
     """A data split and how many TFRecord shards it is written to."""
@@ -199,6 +203,16 @@ class Problem:
         return model_hparams.max_length or model_hparams.batch_size
 
     # -------------------------------------------------------------- reading
+    def check_split(self, split: str) -> str:
+        """`split` if it is one of the problem's `splits`, else UnknownSplitError."""
+        names = [spec.name for spec in self.splits]
+        if split not in names:
+            raise UnknownSplitError(
+                f"Problem {self.name!r} has no split {split!r}: its splits are "
+                f"{', '.join(names)}."
+            )
+        return split
+
     def split_for_mode(self, mode: str) -> str:
         if mode not in MODES:
             raise ValueError(f"Unknown mode {mode!r}: use one of {MODES}.")

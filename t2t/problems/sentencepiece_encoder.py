@@ -22,6 +22,7 @@ from t2t.problems.vocab_files import PathLike, atomic_write, missing_file_error,
 logger = logging.getLogger("t2t.problems.text_encoder")
 
 SENTENCEPIECE_UNK_ID = 2
+SPACE_SYMBOL = "\u2581"  # "▁": how SentencePiece pieces write a space
 
 
 def _trainer_options(
@@ -189,6 +190,37 @@ class SentencePieceEncoder(TextEncoder):
         seq = as_ids(ids)
         self._check_range(seq)
         return [str(self._sp.id_to_piece(i)) for i in seq]
+
+    def token_byte_lengths(self) -> list[int]:
+        """UTF-8 bytes of each piece as it appears in the text ("▁" is a space: one
+        byte; byte-fallback pieces one; control, unknown and unused pieces 0).
+
+        EOS counts 1 (the line end) for a model without a dummy prefix. SentencePiece's
+        default model adds one: every encoded text starts with a "▁" that the text
+        lacks, and that "▁" counts the line end instead (EOS 0), so the ids of a text
+        and its EOS add up to len(text.encode()) + 1, as the bytes of "text\n" do."""
+        sp = self._sp
+        lengths = []
+        for i in range(self.vocab_size):
+            if sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i):
+                lengths.append(0)
+            elif sp.is_byte(i):
+                lengths.append(1)
+            else:
+                piece = str(sp.id_to_piece(i)).replace(SPACE_SYMBOL, " ")
+                lengths.append(len(piece.encode("utf-8")))
+        if EOS_ID < len(lengths):
+            lengths[EOS_ID] = 0 if self.adds_dummy_prefix() else 1
+        return lengths
+
+    def adds_dummy_prefix(self) -> bool:
+        """Whether encoding puts a "▁" (a space) before every text (the model's
+        normalizer_spec.add_dummy_prefix; SentencePiece's default)."""
+        from sentencepiece import sentencepiece_model_pb2
+
+        proto = sentencepiece_model_pb2.ModelProto()
+        proto.ParseFromString(self.model_proto)
+        return bool(proto.normalizer_spec.add_dummy_prefix)
 
     def _check_range(self, ids: list[int]) -> None:
         n = self.vocab_size

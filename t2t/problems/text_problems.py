@@ -157,7 +157,9 @@ class Text2SelfProblem(TextProblem):
         return {"targets": tf.io.RaggedFeature(tf.int64)}
 
     def eval_metrics(self):
-        return ["accuracy", "neg_log_perplexity"]
+        # perplexity = exp(-neg_log_perplexity); bits_per_byte from the encoder's
+        # token_byte_lengths() (see t2t.trainer.metrics).
+        return ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
 
     def problem_hparams(self, data_dir):
         size = self.feature_encoders(data_dir)["targets"].vocab_size

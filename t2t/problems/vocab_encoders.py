@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from t2t.features import NUM_RESERVED_TOKENS
-from t2t.problems.encoder_base import RESERVED_TOKENS, UNK, TextEncoder, as_ids
+from t2t.problems.encoder_base import (
+    RESERVED_TOKENS,
+    UNK,
+    TextEncoder,
+    as_ids,
+    reserved_byte_lengths,
+)
 from t2t.problems.vocab_files import PathLike, read_lines, write_lines
 
 _CHAR_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r", " ": "\\s"}
@@ -104,6 +110,12 @@ class CharacterTextEncoder(TextEncoder):
             else:
                 raise ValueError(f"id {i} is out of range [0, {self.vocab_size})")
         return out
+
+    def token_byte_lengths(self) -> list[int]:
+        """PAD 0, EOS 1, UNK 0 (its character is unknown), then each character's UTF-8
+        length."""
+        return [*reserved_byte_lengths(self._num_reserved_ids), 0,
+                *(len(c.encode("utf-8")) for c in self._chars)]
 
     def save(self, path: PathLike) -> None:
         """Writes reserved tokens, then one (escaped) character per line, atomically."""
@@ -207,6 +219,13 @@ class TokenTextEncoder(TextEncoder):
         seq = seq[::-1] if self._reverse else seq
         n = len(self._id_to_token)
         return [self._id_to_token[i] if 0 <= i < n else f"ID_{i}" for i in seq]
+
+    def token_byte_lengths(self) -> list[int]:
+        """PAD 0, EOS 1, then each token's UTF-8 length plus 1 (the space that
+        separates it from the next)."""
+        reserved = reserved_byte_lengths(self._num_reserved_ids)
+        rest = self._id_to_token[len(reserved):]
+        return reserved + [len(token.encode("utf-8")) + 1 for token in rest]
 
     def save(self, path: PathLike) -> None:
         """Writes all tokens (reserved ones first), one per line, atomically."""

@@ -88,17 +88,24 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
+def encode_batches(batches: list[list[bytes]]) -> list[list[str]]:
+    """Byte strings as base64 text (JSON-safe) for the worker."""
+    return [[base64.b64encode(v).decode("ascii") for v in b] for b in batches]
+
+
 def serve_in_fresh_process(export_path: str, info: dict[str, Any],
                            text_batches: list[list[bytes]],
-                           example_batches: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """The export's outputs for the batches, from parity_worker in a new interpreter."""
-    request = {
+                           example_batches: list[list[dict[str, Any]]],
+                           **more: Any) -> dict[str, Any]:
+    """The export's outputs for the batches, from parity_worker in a new interpreter
+    (`more`: further request entries, see parity_worker)."""
+    request = {**more,
         "export_dir": os.path.abspath(export_path),
         "needs_tensorflow_text": info["needs_tensorflow_text"],
         "text_signature": info["text_signature"],
-        "text_batches": [[base64.b64encode(v).decode("ascii") for v in b] for b in text_batches],
+        "text_batches": encode_batches(text_batches),
         "example_batches": [
-            [{"ids": e["ids"]} if "ids" in e else {"image": base64.b64encode(e["image"]).decode("ascii")}
+            [e if "image" not in e else {"image": base64.b64encode(e["image"]).decode("ascii")}
              for e in b] for b in example_batches],
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,7 +138,7 @@ def _close(a: float, b: float) -> bool:
 class _Comparison:
     """Served outputs against t2t's DecodeResults, collecting the differences."""
 
-    sampling: bool
+    sampling: bool  # unseeded: outputs are only checked to run
     compared: int = 0
     differences: list[str] = dataclasses.field(default_factory=list)
     samples: list[dict[str, str]] = dataclasses.field(default_factory=list)
@@ -194,6 +201,23 @@ def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, pro
                            decoder.target_text(out["outputs"][row]), out["scores"][row], beams)
 
 
+def raise_differences(comparison: _Comparison, export_path: str) -> None:
+    """ParityError listing the differences found (if any); a warning when unseeded
+    sampling left the outputs unchecked."""
+    if comparison.differences:
+        shown = "\n  ".join(comparison.differences[:10])
+        more = len(comparison.differences) - 10
+        raise ParityError(
+            f"PARITY CHECK FAILED: the SavedModel decodes {len(comparison.differences)} of "
+            f"{comparison.compared} examples differently from t2t's Decoder on the same "
+            f"checkpoint; the export at {export_path} was deleted.\n  {shown}"
+            f"{f'{chr(10)}  ... and {more} more' if more > 0 else ''}"
+        )
+    if comparison.sampling:
+        logging.warning("temperature > 0 samples without a seed: the parity check only ran "
+                        "the signatures (give seed=N in --decode_hparams to compare them).")
+
+
 def check_parity(
     export_path: str,
     problem: problem_lib.Problem,
@@ -214,6 +238,11 @@ def check_parity(
         with open(os.path.join(export_path, "assets.extra", EXPORT_INFO_FILE),
                   encoding="utf-8") as f:
             info = json.load(f)
+    if "inputs" not in model.problem_hparams.modality:
+        from t2t.serving import lm_parity
+
+        return lm_parity.check_lm_parity(export_path, problem, model, data_dir, decode_hparams,
+                                         num_examples, info)
     is_image = model.problem_hparams.modality.get("inputs") == Modality.IMAGE
     dev = dev_examples(problem, data_dir, num_examples, is_image)
     batch_size = max(1, min(decode_hparams.batch_size, 4))
@@ -224,20 +253,10 @@ def check_parity(
     text_batches = _chunks(raw, batch_size) if info["text_signature"] else []
     example_batches = _chunks(dev, batch_size)
     served = serve_in_fresh_process(export_path, info, text_batches, example_batches)
-    comparison = _Comparison(sampling=decoder.settings.sampling)
+    comparison = _Comparison(sampling=decoder.settings.sampling and decoder.settings.seed < 0)
     if info["text_signature"]:
         _compare_text(comparison, decoder, problem, text_batches, served["text"], is_image)
     _compare_examples(comparison, decoder, problem, example_batches, served["examples"], is_image)
-    if comparison.differences:
-        shown = "\n  ".join(comparison.differences[:10])
-        more = len(comparison.differences) - 10
-        raise ParityError(
-            f"PARITY CHECK FAILED: the SavedModel decodes {len(comparison.differences)} of "
-            f"{comparison.compared} examples differently from t2t's Decoder on the same "
-            f"checkpoint; the export at {export_path} was deleted.\n  {shown}"
-            f"{f'{chr(10)}  ... and {more} more' if more > 0 else ''}"
-        )
-    if comparison.sampling:
-        logging.warning("temperature > 0 samples: the parity check only ran the signatures.")
+    raise_differences(comparison, export_path)
     return {"examples": comparison.compared, "sampling": comparison.sampling,
             "samples": comparison.samples}

@@ -50,11 +50,6 @@ def underlying_variables(model: Any) -> list[tf.Variable]:
 def _model_input_spec(problem_name: str, php: Any) -> tf.TensorSpec:
     """What the model decodes: int32 ids [B, L], or uint8 images [B, H, W, C]."""
     kind = php.modality.get("inputs")
-    if kind is None:
-        raise ExportError(
-            f"{problem_name} has no inputs (a language model): the exporter serves models "
-            f"that decode inputs into targets."
-        )
     if kind == Modality.SYMBOL:
         return tf.TensorSpec([None, None], tf.int32)
     if kind != Modality.IMAGE:
@@ -103,10 +98,11 @@ class _Builder:
         """The model's decode of prepared inputs -> (best [B, L], score [B], beams
         [B, K, L], beam scores [B, K]), as t2t's Decoder runs it."""
         s = self.settings
-        decode_length = (tf.shape(inputs)[1] if not self.is_image else 0) + s.extra_length
+        longest = tf.shape(inputs)[1] if not self.is_image else 0
+        decode_length = s.max_new_tokens or longest + s.extra_length  # settings.new_tokens
         result = infer_lib.infer(self.model, {"inputs": inputs}, decode_length, **s.infer_args())
         outputs, scores = result["outputs"], result["scores"]
-        if s.top_beams > 1:
+        if outputs.shape.rank == 3:  # beams, or num_samples samples: the first is the output
             return outputs[:, 0], scores[:, 0], outputs, scores
         return outputs, scores, outputs[:, None], scores[:, None]
 
@@ -182,9 +178,18 @@ def build_serving_module(
     """(tf.Module to save, {signature name: concrete function}) of a loaded model.
 
     Without `text_signature`, serving_default is the tf.Example signature (no in-graph
-    tokenizer, so no tensorflow_text ops)."""
-    builder = _Builder(model, settings, _model_input_spec(problem.name, model.problem_hparams))
+    tokenizer, so no tensorflow_text ops). A language model (no inputs) gets the
+    signatures of t2t.serving.lm_serving."""
     module = tf.Module(name="t2t_serving")
+    if "inputs" not in model.problem_hparams.modality:
+        from t2t.serving import lm_serving
+
+        module.model_variables = underlying_variables(model)
+        hparams = getattr(model, "hparams", None)
+        max_length = int(hparams.max_length) if hparams is not None and "max_length" in hparams else 0
+        return module, lm_serving.build_signatures(model, encoders, settings, module,
+                                                   text_signature, max_length)
+    builder = _Builder(model, settings, _model_input_spec(problem.name, model.problem_hparams))
     # Plain tf.Variables (not the Keras model): see the module docstring.
     module.model_variables = underlying_variables(model)
     examples = builder.examples_signature()

@@ -31,6 +31,7 @@ class RunCheckpoints:
         self.iterator: Any = None
         self.root = None
         self.manager = None
+        self.restored: Any = None  # the status of the last restore
 
     @property
     def latest(self) -> str | None:
@@ -51,7 +52,7 @@ class RunCheckpoints:
         """Model and optimizer from `path` (any t2t checkpoint format);
         IncompatibleRunError when it does not fit."""
         try:
-            checkpoints.restore(path, self.model, optimizer=self.optimizer)
+            self.restored = checkpoints.restore(path, self.model, optimizer=self.optimizer)
         except checkpoints.DamagedCheckpointError as e:
             raise run_dir.IncompatibleRunError(str(e)) from e
         except checkpoints.CheckpointError as e:

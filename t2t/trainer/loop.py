@@ -63,7 +63,8 @@ class TrainingLoop:
         self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
         if self.is_chief:
             self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
-            self.eval_writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+            self.eval_writer = tf.summary.create_file_writer(
+                os.path.join(output_dir, run_dir.eval_name(task.eval_split)))
         else:
             self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
 
@@ -179,7 +180,9 @@ class TrainingLoop:
                                                           self.batching))
 
     def evaluate(self) -> dict[str, float]:
-        """Metrics on the dev split (eval_steps batches, or all of it when eval_steps <= 0)."""
+        """Metrics on the task's eval split (eval_steps batches, or all of it when
+        eval_steps <= 0), recorded under its name (eval/ and eval_results.jsonl for dev,
+        eval_SPLIT/ and eval_results_SPLIT.jsonl for another split)."""
         if self._eval_step is None:
             names = self.task.eval_metric_names()
             self._eval_step = self.hooks.eval_step(
@@ -195,13 +198,15 @@ class TrainingLoop:
         step = self.step
         if not self.is_chief:
             return results
-        run_dir.append_eval_results(self.output_dir, step, results)
+        split = self.task.eval_split
+        run_dir.append_eval_results(self.output_dir, step, results, split=split)
         with self.eval_writer.as_default(step=step):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
             self._decode_summaries()
         shown = " ".join(f"{k} {v:.4f}" for k, v in sorted(results.items()))
-        print(f"eval step {step}: {shown} ({batches} batches)", flush=True)
+        on = "" if split == problem_lib.DEV_SPLIT else f" on {split}"
+        print(f"eval step {step}{on}: {shown} ({batches} batches)", flush=True)
         return results
 
     def _summary_batch(self) -> dict[str, tf.Tensor] | None:
@@ -209,7 +214,7 @@ class TrainingLoop:
         if not count or "targets" not in self.task.problem_hparams.modality:
             return None
         dataset = self.task.problem.dataset(problem_lib.EVAL, self.task.data_dir,
-                                            deterministic=True)
+                                            deterministic=True, split=self.task.eval_split)
         if "inputs" not in dataset.element_spec:
             return None
         examples = dataset.take(count).map(lambda e: {"inputs": e["inputs"],
@@ -217,7 +222,7 @@ class TrainingLoop:
         return next(iter(examples.padded_batch(count)), None)
 
     def _decode_summaries(self) -> None:
-        """A few dev examples decoded greedily in one batch, as TensorBoard text."""
+        """A few eval-split examples decoded greedily in one batch, as TensorBoard text."""
         try:
             batch = self._summary_batch()
             if batch is None:

@@ -13,12 +13,22 @@ Names (from `problem.eval_metrics()`), as T2T's `padded_*` metrics:
   denominator counts sequences with at least one weighted token (T2T counted every
   row, so an all-padding row counted as correct; real sequences always have a token).
 - neg_log_perplexity: -(cross-entropy), i.e. mean log-probability of the targets.
+- perplexity: exp(mean per-token negative log-likelihood), over the tokens that
+  neg_log_perplexity averages. A ratio of sums cannot give it directly: its pair carries
+  neg_log_perplexity's sums, and `MetricsAccumulator.result()` (where the summed pairs
+  become the reported values) reports exp(-numerator / denominator) (`REPORTED_AS`).
+- bits_per_byte: (sum over weighted target tokens, EOS included, of -log2 p) / (UTF-8
+  bytes of the text those tokens stand for). Needs the table of each id's byte length
+  (`byte_lengths`, from the targets encoder's `token_byte_lengths()`, where EOS stands
+  for the newline or document end); without it the metric is skipped. Comparable
+  across vocabularies and with compressors.
 Decode-time names ("bleu", "rouge_2", "rouge_l") need decoded text; the decoder computes
 them, so `compute_metrics` skips them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -100,19 +110,47 @@ def neg_log_perplexity(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
     return -tf.reduce_sum(xent * weights), tf.reduce_sum(weights)
 
 
+def bits_per_byte(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
+                  byte_lengths: Any) -> Pair:
+    """(sum of weighted -log2 p(target), sum of weighted byte lengths of the targets).
+
+    byte_lengths: [V] bytes of text each id stands for (a constant table)."""
+    logits, targets, weights = _prepare(logits, targets, weights)
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    table = tf.cast(tf.convert_to_tensor(byte_lengths), tf.float32)
+    num_bytes = tf.gather(table, targets)
+    return tf.reduce_sum(xent * weights) / math.log(2.0), tf.reduce_sum(num_bytes * weights)
+
+
 METRICS: dict[str, Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Pair]] = {
     "accuracy": accuracy,
     "accuracy_top5": accuracy_top5,
     "accuracy_per_sequence": accuracy_per_sequence,
     "neg_log_perplexity": neg_log_perplexity,
 }
+PERPLEXITY = "perplexity"
+BITS_PER_BYTE = "bits_per_byte"
+# Computed in compute_metrics from more than (logits, targets, weights).
+LM_METRICS = (PERPLEXITY, BITS_PER_BYTE)
+TRAINABLE_METRICS = (*METRICS, *LM_METRICS)
+
+
+def _exp_neg(value: float) -> float:
+    try:
+        return math.exp(-value)
+    except OverflowError:
+        return float("inf")
+
+
+# Names whose reported value is a function of their ratio of sums.
+REPORTED_AS: dict[str, Callable[[float], float]] = {PERPLEXITY: _exp_neg}
 
 
 def _check_name(name: str) -> None:
-    if name not in METRICS and name not in DECODE_METRICS:
+    if name not in TRAINABLE_METRICS and name not in DECODE_METRICS:
         raise ValueError(
-            f"Unknown metric {name!r}. Choices: {', '.join(METRICS)}; computed by the "
-            f"decoder: {', '.join(DECODE_METRICS)}."
+            f"Unknown metric {name!r}. Choices: {', '.join(TRAINABLE_METRICS)}; computed by "
+            f"the decoder: {', '.join(DECODE_METRICS)}."
         )
 
 
@@ -121,7 +159,7 @@ def trainable_metric_names(names: Iterable[str]) -> list[str]:
     names = list(names)
     for name in names:
         _check_name(name)
-    return [name for name in names if name in METRICS]
+    return [name for name in names if name in TRAINABLE_METRICS]
 
 
 def compute_metrics(
@@ -129,16 +167,30 @@ def compute_metrics(
     logits: tf.Tensor,
     targets: tf.Tensor,
     weights_fn: WeightsFn | str = weights_nonzero,
+    *,
+    byte_lengths: Any = None,
 ) -> dict[str, Pair]:
     """{name: (numerator, denominator)} for each name; decode-time names are skipped.
 
     weights_fn: a function of targets, or a modality name ("symbol" -> weights_nonzero,
     others -> weights_all).
+    byte_lengths: [V] bytes of text per id, for bits_per_byte (skipped when None).
+    perplexity's pair is neg_log_perplexity's (see `REPORTED_AS`).
     """
     if isinstance(weights_fn, str):
         weights_fn = weights_fn_for_modality(weights_fn)
     weights = tf.cast(weights_fn(tf.convert_to_tensor(targets)), tf.float32)
-    return {name: METRICS[name](logits, targets, weights) for name in trainable_metric_names(names)}
+    results: dict[str, Pair] = {}
+    for name in trainable_metric_names(names):
+        if name == PERPLEXITY:
+            results[name] = results.get("neg_log_perplexity") or neg_log_perplexity(
+                logits, targets, weights)
+        elif name == BITS_PER_BYTE:
+            if byte_lengths is not None:
+                results[name] = bits_per_byte(logits, targets, weights, byte_lengths)
+        else:
+            results[name] = METRICS[name](logits, targets, weights)
+    return results
 
 
 def _to_float(value: Any) -> float:
@@ -169,8 +221,14 @@ class MetricsAccumulator:
             total[1] += _to_float(d)
 
     def result(self) -> dict[str, float]:
-        """{name: numerator / denominator}; NaN where the denominator is 0."""
-        return {name: (n / d if d else float("nan")) for name, (n, d) in self._sums.items()}
+        """{name: numerator / denominator}, or its `REPORTED_AS` function (perplexity:
+        exp(-ratio)); NaN where the denominator is 0."""
+        results = {}
+        for name, (n, d) in self._sums.items():
+            ratio = n / d if d else float("nan")
+            report = REPORTED_AS.get(name)
+            results[name] = report(ratio) if report and d else ratio
+        return results
 
     def reset(self) -> None:
         self._sums.clear()

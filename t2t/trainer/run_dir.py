@@ -5,8 +5,10 @@ output_dir/
   hparams.json          the resolved hyperparameters
   operative_config.gin  what gin bound
   ckpt-N.*, checkpoint  checkpoints (tf.train.CheckpointManager)
-  eval_results.jsonl    one JSON line per evaluation
+  eval_results.jsonl    one JSON line per evaluation (of the dev split)
   train/, eval/         TensorBoard summaries
+  eval_results_SPLIT.jsonl, eval_SPLIT/   the same for evaluations of another split
+                        (--eval_split=test: eval_results_test.jsonl, eval_test/)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from t2t.hparams.hparams import HParams
 RUN_FILE = "run.json"
 HPARAMS_FILE = "hparams.json"
 EVAL_RESULTS_FILE = "eval_results.jsonl"
+DEV_SPLIT = "dev"  # the split whose results keep the plain names (problem.DEV_SPLIT)
 
 # Hyperparameters that change variable shapes or the graph's structure: a run cannot
 # resume from a checkpoint written with other values.
@@ -105,14 +108,27 @@ def record_run(output_dir: str, run: dict[str, Any], hparams: HParams, *,
     _write_json(os.path.join(output_dir, HPARAMS_FILE), hparams.values())
 
 
-def append_eval_results(output_dir: str, step: int, metrics: dict[str, float]) -> None:
-    """Appends {"step": step, **metrics} as one JSON line to eval_results.jsonl."""
-    with open(os.path.join(output_dir, EVAL_RESULTS_FILE), "a", encoding="utf-8") as f:
+def eval_name(split: str = DEV_SPLIT) -> str:
+    """What a split's evaluations are recorded under: "eval" for dev, else "eval_SPLIT"
+    (the TensorBoard folder; the results file adds "_results.jsonl" after it)."""
+    return "eval" if split == DEV_SPLIT else f"eval_{split}"
+
+
+def eval_results_file(split: str = DEV_SPLIT) -> str:
+    """eval_results.jsonl for dev, eval_results_SPLIT.jsonl for another split."""
+    return EVAL_RESULTS_FILE if split == DEV_SPLIT else f"eval_results_{split}.jsonl"
+
+
+def append_eval_results(output_dir: str, step: int, metrics: dict[str, float],
+                        split: str = DEV_SPLIT) -> None:
+    """Appends {"step": step, **metrics} as one JSON line to the split's results file."""
+    with open(os.path.join(output_dir, eval_results_file(split)), "a", encoding="utf-8") as f:
         f.write(json.dumps({"step": int(step), **{k: float(v) for k, v in metrics.items()}}) + "\n")
 
 
-def read_eval_results(output_dir: str) -> list[dict[str, float]]:
-    path = os.path.join(output_dir, EVAL_RESULTS_FILE)
+def read_eval_results(output_dir: str, split: str = DEV_SPLIT) -> list[dict[str, float]]:
+    """The recorded evaluations of `split`, oldest first."""
+    path = os.path.join(output_dir, eval_results_file(split))
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:

@@ -1,11 +1,16 @@
 """Task: a problem and a model, and what training them means (Model Garden's Task).
 
-    task = Task(problem, "transformer", hparams, data_dir)
+    task = Task(problem, "transformer", hparams, data_dir, eval_split="dev")
     model = task.build_model()                                  # weights created
     optimizer, learning_rate = task.build_optimizer(model, train_steps=1000)
     dataset_fn = task.input_fn(TRAIN, InputConfig(), task.batching())
     replica_step = task.train_step_fn(model, optimizer)         # inside strategy.run
     metrics = task.validation_step(features, model, task.eval_metric_names())  # replica
+
+Evaluation reads `eval_split` (checked against the problem's splits when the Task is
+made). A language model (symbol targets, no inputs) is also evaluated with perplexity and
+bits_per_byte; the latter needs the targets encoder's `token_byte_lengths()`, read once
+here, and is skipped (with a warning) when the encoder cannot say.
 
 A Task knows nothing of strategies, loops, checkpoints or process-wide state: the
 loop (t2t.trainer.loop) runs its steps under the runtime's strategy hooks.
@@ -20,7 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from t2t.config import InputConfig
 from t2t.hparams.hparams import HParams
@@ -49,10 +56,13 @@ class Task:
     """A registered model trained on a problem, with T2T-style hparams."""
 
     def __init__(self, problem: problem_lib.Problem, model_name: str, hparams: HParams,
-                 data_dir: str):
+                 data_dir: str, eval_split: str = problem_lib.DEV_SPLIT):
+        self.eval_split = problem.check_split(eval_split)  # UnknownSplitError, before work
         self.problem, self.model_name, self.hparams = problem, model_name, hparams
         self.data_dir = data_dir
         self.problem_hparams = problem.hparams(data_dir)
+        self._byte_lengths: np.ndarray | None = None
+        self._byte_lengths_read = False
 
     # ------------------------------------------------------------------ building
     def build_model(self, mode: str = problem_lib.TRAIN) -> t2t_model.T2TModel:
@@ -74,14 +84,43 @@ class Task:
         """What a batch is, from the hparams (batch_size, max_length, ...)."""
         return input_pipeline.Batching.from_hparams(self.hparams)
 
-    def input_fn(self, mode: str, config: InputConfig, batching: input_pipeline.Batching
-                 ) -> Callable[[Any], Any]:
-        """`dataset_fn(input_context)` of per-replica batches of the mode's split."""
+    def input_fn(self, mode: str, config: InputConfig, batching: input_pipeline.Batching,
+                 split: str | None = None) -> Callable[[Any], Any]:
+        """`dataset_fn(input_context)` of per-replica batches of `split` (default: the
+        mode's own; `eval_split` in EVAL)."""
+        if split is None and mode == problem_lib.EVAL:
+            split = self.eval_split
         return input_pipeline.make_input_fn(self.problem, mode, self.data_dir, self.hparams,
-                                            config, batching)
+                                            config, batching, split=split)
+
+    def is_language_model(self) -> bool:
+        """Symbol targets and no inputs: the model predicts the targets from their prefix."""
+        modality = self.problem_hparams.modality
+        return modality.get("targets") == problem_lib.Modality.SYMBOL and "inputs" not in modality
+
+    def target_byte_lengths(self) -> np.ndarray | None:
+        """float32 [vocab] bytes of text per target id (for bits_per_byte), read once
+        from the targets encoder; None when it cannot say."""
+        if not self._byte_lengths_read:
+            self._byte_lengths_read = True
+            encoder = self.problem.feature_encoders(self.data_dir).get("targets")
+            try:
+                if encoder is None:
+                    raise NotImplementedError(f"{self.problem.name} has no targets encoder")
+                self._byte_lengths = np.asarray(encoder.token_byte_lengths(), np.float32)
+            except (NotImplementedError, AttributeError) as e:
+                logging.warning("bits_per_byte skipped: %s", e)
+        return self._byte_lengths
 
     def eval_metric_names(self) -> list[str]:
-        return metrics_lib.trainable_metric_names(self.problem.eval_metrics())
+        """The problem's eval metrics (language models: plus perplexity and bits_per_byte;
+        bits_per_byte dropped when the encoder cannot give byte lengths)."""
+        names = list(self.problem.eval_metrics())
+        if self.is_language_model():
+            names += [name for name in metrics_lib.LM_METRICS if name not in names]
+        if metrics_lib.BITS_PER_BYTE in names and self.target_byte_lengths() is None:
+            names.remove(metrics_lib.BITS_PER_BYTE)
+        return metrics_lib.trainable_metric_names(names)
 
     # --------------------------------------------------------------------- steps
     def build_losses(self, losses: dict[str, tuple[tf.Tensor, tf.Tensor]],
@@ -128,8 +167,11 @@ class Task:
                         metric_names: list[str]) -> dict[str, tf.Tensor]:
         """A replica's evaluation of one batch: {metric: [sum, count], "loss": ...}."""
         logits, losses = model(features, training=False)
+        byte_lengths = None
+        if metrics_lib.BITS_PER_BYTE in metric_names:
+            byte_lengths = self.target_byte_lengths()
         results = metrics_lib.compute_metrics(
-            metric_names, logits, features["targets"], self.problem_hparams.modality["targets"]
-        )
+            metric_names, logits, features["targets"], self.problem_hparams.modality["targets"],
+            byte_lengths=byte_lengths)
         results["loss"] = losses[TRAINING_LOSS]
         return results

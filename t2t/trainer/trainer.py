@@ -56,7 +56,7 @@ class Trainer:
             runtime = runtime_lib.start(runtime)
         self.runtime, self.config = runtime, config or TrainerConfig()
         self.output_dir, self.run_info = output_dir, run_info or {}
-        self.task = Task(problem, model_name, hparams, data_dir)
+        self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split)
         self.hooks = hooks_lib.hooks_for(runtime)
         self.batching = self.hooks.batching(self.task.batching())
         self.input_config = runtime.input_config(input_config)
@@ -167,6 +167,9 @@ class Trainer:
         return self.loop.train_and_evaluate()
 
     def evaluate(self) -> dict[str, float]:
+        restored = self.checkpoints.restored
+        if restored is not None:  # no training step: the optimizer's slots stay unread
+            restored.expect_partial()
         return self.loop.evaluate()
 
     def continuous_eval(self, timeout_s: float = 600.0, poll_s: float = 5.0) -> dict[str, float]:

@@ -48,3 +48,17 @@ def test_eos_never_wins():
     assert float(logits[0, decoding.EOS_ID]) < -1e8
     logits, _ = model.decode_step(tf.constant([0]), tf.constant(0), model.decode_init(inputs, 4))
     assert float(logits[0, decoding.EOS_ID]) < -1e8
+
+
+def test_decoder_only_rows_run_to_full_length_and_merge():
+    figures = decoding.benchmark(
+        hparams_set="transformer_test", lengths=(2, 4), batch_size=2, beam_size=2,
+        input_length=4, vocab_size=12, repeats=1, budget_s=0.0, decoders=("greedy",),
+        max_uncached_length=2, decoder_only=True,
+    )
+    assert figures["config"]["decoder_only"] is True
+    assert set(figures["results"]["greedy"]["cached"]) == {2, 4}
+    merged = decoding.merge_shapes({}, figures, "")
+    merged = decoding.merge_shapes(merged, figures, "lm_")
+    assert set(merged["results"]) == {"greedy", "lm_greedy"}
+    assert set(merged["cached_flatness"]) == {"greedy", "lm_greedy"}

@@ -54,7 +54,7 @@ class ReverseModel:
         self.hparams = HParams(max_length=max_length)
 
     def infer(self, features, decode_length, beam_size=1, top_beams=1, alpha=0.0,
-              temperature=0.0, top_k=0, top_p=1.0, seed=None):
+              temperature=0.0, top_k=0, top_p=1.0, seed=None, num_samples=1):
         inputs = features["inputs"]
         lengths = tf.reduce_sum(tf.cast(inputs > 1, tf.int32), axis=1)
         reversed_ = tf.reverse_sequence(inputs, lengths, seq_axis=1, batch_axis=0)
@@ -179,10 +179,6 @@ def test_interactive_answers_each_line_until_q():
     assert decoder.interactive(io.StringIO("1 0"), out) == 1 and out.getvalue() == "0 1\n"
 
 
-def test_problem_without_inputs_is_refused():
-    php = problem_lib.ProblemHParams(modality={"targets": "symbol"}, vocab_size={"targets": 4})
-    with pytest.raises(decoder_lib.DecodeError, match="has no inputs"):
-        Decoder(registry.problem(PROBLEM), ReverseModel(php), None)
 
 
 # --------------------------------------------------------------- scoring

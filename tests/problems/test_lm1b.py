@@ -81,7 +81,7 @@ def test_generate_and_read_back(monkeypatch, mirror, tmp_path):
     assert sorted(decoded(problem.TRAIN)) == sorted(train)
     hp = prob.hparams(data_dir)
     assert not hp.has_inputs and hp.vocab_size["targets"] == encoder.vocab_size <= 60
-    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity"]
+    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
     # The samples stream in file order.
     samples = prob.generate_samples(data_dir, tmp_dir, "train", mirror=url)
     assert [s["targets"] for s in samples] == train

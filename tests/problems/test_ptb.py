@@ -104,7 +104,7 @@ def test_generate_and_read_back(tiny, mirror, tmp_path):
     assert decoded("dev")[-1] == "the <unk> company said <unk> shares"  # out of vocabulary
     assert decoded("test") == [_as_unk(s, vocab) for s in TEST]
     assert sorted(decoded("train")) == sorted(_as_unk(s, vocab) for s in TRAIN)
-    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity"]
+    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
 
     # A second run reuses the saved vocabulary.
     os.remove(os.path.join(data_dir, "languagemodel_ptb10k-test-00000-of-00001"))

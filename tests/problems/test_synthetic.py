@@ -32,7 +32,7 @@ def test_lm_is_decoder_only_with_lm_metrics():
     hp = prob.hparams(None)
     assert not hp.has_inputs
     assert hp.modality == {"targets": "symbol"} and hp.vocab_size == {"targets": 5}
-    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity"]
+    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
     assert tuple(prob.sequence_features) == ("targets",)
     assert set(prob.example_reading_spec()) == {"targets"}
     assert [(s.name, s.shards) for s in prob.splits] == [("train", 2), ("dev", 1)]

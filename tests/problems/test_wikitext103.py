@@ -91,7 +91,7 @@ def test_generate_and_read_back(tiny, mirror, tmp_path):
     assert decoded("dev") == flat(VALID)
     assert decoded("test") == flat(TEST)
     assert sorted(decoded("train")) == sorted(flat(TRAIN))
-    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity"]
+    assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
 
 
 def test_document_examples(tiny, monkeypatch, mirror, tmp_path):

@@ -218,7 +218,11 @@ class FakeTrainer:
         if "t2t_trainer" in joined or command[0].endswith("t2t-trainer"):
             output_dir = flags["output_dir"]
             name = os.path.basename(output_dir)
-            with open(os.path.join(output_dir, "eval_results.jsonl"), "a") as f:
+            split = flags.get("eval_split", "dev")
+            results = "eval_results.jsonl" if split == "dev" else f"eval_results_{split}.jsonl"
+            if split != "dev":
+                name = f"{name}@{split}"
+            with open(os.path.join(output_dir, results), "a") as f:
                 for step, metrics in self.values.get(name, []):
                     f.write(json.dumps({"step": step, **metrics}) + "\n")
             return self.returncode
@@ -634,3 +638,37 @@ def test_post_training_metrics_need_their_step():
         "q: metric 'bleu' needs decode_hparams"]
     assert validate([_case("q", quick=True, also={"export_parity": (1.0, 1.0)})]) == [
         "q: metric 'export_parity' needs export=True"]
+
+
+def test_a_split_evaluated_after_training_against_a_baseline(tmp_path, capsys, monkeypatch):
+    """eval_split_after: `t2t-trainer --schedule=evaluate --eval_split=test` after training,
+    its metrics named test_*; below_baseline: the main band's high end becomes the
+    baseline computed on the case's data, reported beside it."""
+    from regression import baselines
+
+    case = _case("lm", metric="test_bits_per_byte", band=(1.0, 3.0), eval_split_after="test",
+                 below_baseline="xz_bits_per_byte")
+    assert validate([case, _case("q", quick=True)]) == []
+    assert case.curve_metric == "bits_per_byte"
+    monkeypatch.setitem(baselines.BASELINES, "xz_bits_per_byte", lambda c, out: 2.5)
+    values = {"lm": [(50, {"bits_per_byte": 3.0}), (100, {"bits_per_byte": 2.4})],
+              "lm@test": [(100, {"bits_per_byte": 2.45, "accuracy": 0.5})]}
+    output = tmp_path / "out"
+    fake = FakeTrainer(values)
+    args = ["run", "--case", "lm", "--output", str(output)]
+    assert runner.main(args, cases=[case], registered=REGISTERED, execute=fake) == 0
+    evaluate = fake.commands[-1]
+    assert "--schedule=evaluate" in evaluate and "--eval_split=test" in evaluate
+    result = json.loads((output / "report.json").read_text())["cases"][0]
+    assert result["values"] == {"test_bits_per_byte": 2.45, "xz_bits_per_byte": 2.5}
+    assert result["bands"]["test_bits_per_byte"] == [1.0, 2.5]
+    assert result["curve"] == [[50, 3.0], [100, 2.4]] and result["status"] == PASS
+    monkeypatch.setitem(baselines.BASELINES, "xz_bits_per_byte", lambda c, out: 2.4)
+    assert runner.main(args, cases=[case], registered=REGISTERED, execute=FakeTrainer(values)) == 1
+    result = json.loads((output / "report.json").read_text())["cases"][0]
+    assert result["reason"] == "test_bits_per_byte 2.4500 outside [1.00, 2.40]"
+    assert validate([_case("bad", metric="test_accuracy", band=(0.1, 0.9),
+                           below_baseline="zip"), _case("q", quick=True)]) == [
+        "bad: metric 'test_accuracy' needs eval_split_after='test'",
+        "bad: unknown baseline 'zip' (known: xz_bits_per_byte)"]
+    capsys.readouterr()

@@ -1,0 +1,81 @@
+"""t2t-decoder on a language model, as a process: prompts, seeded sampling, scoring,
+another split, and the messages for bad requests."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBLEM = "algorithmic_lm_reverse_binary10"
+DECODER = [sys.executable, "-m", "t2t.bin.t2t_decoder"]
+SAMPLE = "--decode_hparams=temperature=1.0,num_samples=2,max_new_tokens=6,seed=5,batch_size=2"
+
+
+def _run(args):
+    return subprocess.run(args, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def lm_run(tmp_path_factory):
+    """An untrained decoder-only run (checkpoint at step 0) and its data."""
+    from t2t import registry
+    from t2t.config import RuntimeConfig, TrainerConfig
+    from t2t.hparams.basic import create_hparams
+    from t2t.trainer.trainer import Trainer
+
+    root = tmp_path_factory.mktemp("decoder_lm_bin")
+    data_dir, output_dir = str(root / "data"), str(root / "run")
+    problem = registry.problem(PROBLEM)
+    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
+    trainer = Trainer(problem, "transformer", create_hparams("transformer_test", "batch_size=256"),
+                      data_dir, output_dir, TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
+                      run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
+    trainer.save()
+    return data_dir, output_dir
+
+
+def test_prompts_sample_the_same_text_twice_and_scores_give_bits_per_byte(lm_run, tmp_path):
+    data_dir, output_dir = lm_run
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("1 0 1 |\n\n0 0\n")
+    outputs = []
+    for i in range(2):
+        out = tmp_path / f"out{i}.txt"
+        result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}", SAMPLE,
+                       f"--decode_from_file={prompts}", f"--decode_to_file={out}"])
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs.append(out.read_text())
+    assert outputs[0] == outputs[1]
+    lines = outputs[0].splitlines()
+    assert len(lines) == 3 and all(line.count("\t") == 1 for line in lines)
+
+    heldout = tmp_path / "heldout.txt"
+    heldout.write_text("1 0 | 0 1\n1 1 1 | 1 1 1\n")
+    result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                   f"--score_file={heldout}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "bits_per_byte" in result.stdout and "perplexity" in result.stdout
+    scores = (tmp_path / "heldout.txt.scores").read_text().splitlines()
+    assert len(scores) == 2 and all(float(s) < 0 for s in scores)
+    corpus = json.loads((tmp_path / "heldout.txt.scores.json").read_text())
+    assert corpus["lines"] == 2 and corpus["bits_per_byte"] > 0
+
+
+def test_bad_requests_get_one_clear_line(lm_run, tmp_path):
+    data_dir, output_dir = lm_run
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    base = [*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}"]
+    refused = _run([*base, f"--decode_from_file={empty}"])
+    assert refused.returncode == 1 and "is empty: nothing to decode" in refused.stderr
+    both = _run([*base, f"--score_file={empty}", "--decode_interactive"])
+    assert both.returncode == 1 and "choose one" in both.stderr
+    split = _run([*base, "--decode_split=test"])
+    assert split.returncode == 1 and "has no 'test' split: use one of train, dev" in split.stderr
+    empty_score = _run([*base, f"--score_file={empty}"])
+    assert empty_score.returncode == 1 and "has no lines to score" in empty_score.stderr
+    assert "Traceback" not in refused.stderr + both.stderr + split.stderr + empty_score.stderr
+    dev = _run([*base, "--decode_split=dev", "--eval_steps=1",
+                "--decode_hparams=beam_size=1,batch_size=2,max_new_tokens=4"])
+    assert dev.returncode == 0 and "Decoded 2 dev examples" in dev.stdout

@@ -318,7 +318,7 @@ def markdown_table(report: dict[str, Any]) -> str:
             minutes += " (resumed)"
         lines.append("| " + " | ".join(_md(x) for x in [
             c["name"], c["problem"], f"{c['model']} / {c['hparams_set']}", c["train_steps"],
-            c["metric"], value_text(c.get("value")), band_text(c["band"]), result, minutes,
+            c["metric"], value_text(c.get("value")), _band_column(c), result, minutes,
             str(c.get("date") or m.get("date") or "?")[:10],
             c.get("commit") or m.get("t2t_commit") or "?",
         ]) + " |")
@@ -327,6 +327,16 @@ def markdown_table(report: dict[str, Any]) -> str:
     if notes:
         lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
     return "\n".join(lines)
+
+
+def _band_column(case: dict[str, Any]) -> str:
+    """The main metric's band as checked (a baseline may have lowered its high end),
+    and the baselines it was checked against ("; xz_bits_per_byte 2.4633")."""
+    bands = case.get("bands") or {}
+    text = band_text(bands.get(case["metric"], case["band"]))
+    extra = [f"{name} {value:.4f}" for name, value in (case.get("values") or {}).items()
+             if name not in bands]
+    return "; ".join([text, *extra])
 
 
 def summary_line(cases: Sequence[dict[str, Any]]) -> str:

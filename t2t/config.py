@@ -264,7 +264,7 @@ class DecodeHParams:
             (self.num_samples < 1, f"num_samples={self.num_samples} (need >= 1)"),
             (self.num_samples > 1 and self.beam_size > 1,
              f"num_samples={self.num_samples} draws samples, which needs beam_size=1 (and "
-             f"temperature > 0)"),
+             f"temperature > 0: greedy samples are all the same)"),
             (self.seed < -1, f"seed={self.seed} (need >= 0, or -1 for a random one)"),
         ]
         problems = [message for failed, message in checks if failed]

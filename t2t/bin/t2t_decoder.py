@@ -97,7 +97,7 @@ def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) 
     print(f"Decoded {count} lines of {input_path} in {elapsed:.1f} s "
           f"({count / max(elapsed, 1e-9):.1f} lines/s): {output_path}", flush=True)
     if references is not None:
-        if dhp.return_beams or dhp.write_beam_scores:
+        if dhp.return_beams or dhp.write_beam_scores or dhp.num_samples > 1:
             outputs = [line.split("\t")[0] for line in decoder_lib.read_text_lines(output_path)]
         else:
             outputs = decoder_lib.read_text_lines(output_path)
@@ -158,6 +158,9 @@ def main(argv: list[str]) -> None:
               if getattr(FLAGS, name)]
     if len(chosen) > 1:
         common_flags.fail(f"{' and '.join('--' + c for c in chosen)}: choose one.")
+    if FLAGS.decode_split and chosen:
+        common_flags.fail(f"--decode_split chooses the split decoded without a file; it does "
+                          f"not apply to --{chosen[0]}.")
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError, MissingHParamError

@@ -10,6 +10,7 @@ RuntimeConfig; gin binds the same fields (--gin_param=TrainerConfig.train_steps=
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -135,10 +136,26 @@ def train(experiment: config.ExperimentConfig) -> None:
         gin_config.save_config(output_dir)
 
 
+def _from_run_record(experiment: config.ExperimentConfig) -> config.ExperimentConfig:
+    """An evaluation of an existing run takes --problem, --model, --hparams_set and
+    --hparams that are not given from the run's run.json (as t2t-decoder does)."""
+    task = experiment.task
+    if experiment.trainer.schedule not in ("evaluate", "continuous_eval") or not task.output_dir:
+        return experiment
+    run = common_flags.read_json(os.path.join(os.path.expanduser(task.output_dir), "run.json"))
+    if not run or task.hparams_set:
+        return experiment if not run else dataclasses.replace(experiment, task=dataclasses.replace(
+            task, problem=task.problem or run.get("problem"), model=task.model or run.get("model")))
+    recorded = {"problem": task.problem or run.get("problem"), "model": task.model or run.get("model"),
+                "hparams_set": run.get("hparams_set"),
+                "hparams": ",".join(h for h in (run.get("hparams", ""), task.hparams) if h)}
+    return dataclasses.replace(experiment, task=dataclasses.replace(task, **recorded))
+
+
 def main(argv: list[str]) -> None:
     if not common_flags.start(argv):
         return
-    experiment = experiment_from_flags()
+    experiment = _from_run_record(experiment_from_flags())
     task = experiment.task
     missing = [f"--{n}" for n in ("problem", "model", "hparams_set") if not getattr(task, n)]
     if missing:

@@ -88,7 +88,9 @@ def infer(
     reference = features.get("inputs", features.get("targets"))
     batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
     new_tokens = tf.cast(decode_length, tf.int32)
-    length = new_tokens if prompt is None else tf.shape(prompt)[1] + new_tokens
+    # One step more than the longest prompt needs: every row then ends with its forced
+    # EOS, so a row's beams end alike whatever the other prompts of its batch.
+    length = new_tokens if prompt is None else tf.shape(prompt)[1] + new_tokens + 1
     cached = use_cache and model.has_decode_cache
     init = model.decode_init_cached if cached else model.decode_init
     step = model.decode_step_cached if cached else model.decode_step

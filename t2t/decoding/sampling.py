@@ -36,7 +36,8 @@ def filter_logits(logits: tf.Tensor, top_k: int | tf.Tensor = 0, top_p: float | 
         # Keep the smallest prefix whose probability reaches top_p (at least one token).
         keep = cumulative < tf.cast(top_p, probs.dtype)
         threshold = tf.reduce_min(tf.where(keep, sorted_logits, sorted_logits[:, :1]), axis=-1, keepdims=True)
-        logits = tf.where(logits < threshold, neg_inf, logits)
+        # top_p 1 keeps everything (a float32 cumulative sum may reach 1 before the tail)
+        logits = tf.where((logits < threshold) & (top_p < 1.0), neg_inf, logits)
     return logits
 
 

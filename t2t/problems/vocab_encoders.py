@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from t2t.features import NUM_RESERVED_TOKENS
+from t2t.features import EOS_ID, NUM_RESERVED_TOKENS
 from t2t.problems.encoder_base import (
     RESERVED_TOKENS,
     UNK,
@@ -221,9 +221,12 @@ class TokenTextEncoder(TextEncoder):
         return [self._id_to_token[i] if 0 <= i < n else f"ID_{i}" for i in seq]
 
     def token_byte_lengths(self) -> list[int]:
-        """PAD 0, EOS 1, then each token's UTF-8 length plus 1 (the space that
-        separates it from the next)."""
+        """PAD 0, then each token's UTF-8 length plus 1 (the space that separates it
+        from the next; the last word's stands for the line end, so EOS counts 0): a
+        line's ids + EOS sum to its UTF-8 length + 1, as for the other encoders."""
         reserved = reserved_byte_lengths(self._num_reserved_ids)
+        if len(reserved) > EOS_ID:
+            reserved[EOS_ID] = 0
         rest = self._id_to_token[len(reserved):]
         return reserved + [len(token.encode("utf-8")) + 1 for token in rest]
 

@@ -6,9 +6,9 @@
                       with num_samples > 1; "beams", "beam_scores" with return_beams),
                       decoded with the export's --decode_hparams
     generate          {"inputs", "temperature" float32 [], "top_k" int32 [], "top_p"
-                      float32 [], "max_new_tokens" int32 [], "seed" int64 [] (-1: a
-                      random one)} -> the same outputs: greedy (temperature 0) or
-                      sampling, each setting chosen per call
+                      float32 [], "max_new_tokens" int32 [] (<= 0: the export's), "seed"
+                      int64 [] (-1: a random one)} -> the same outputs: greedy
+                      (temperature 0) or sampling, each setting chosen per call
     score             {"inputs": string [B] texts} -> {"log_probs": float32 [B] (nats,
                       the text and its EOS), "tokens": int32 [B]}
     serve_tf_example  {"examples": string [B] tf.train.Examples with int64 "targets"
@@ -74,6 +74,8 @@ class LanguageModelSignatures:
         return self._outputs(prompt, result)
 
     def _run_generate(self, prompt, temperature, top_k, top_p, max_new_tokens, seed):
+        # <= 0: the export's own number (max_new_tokens, else extra_length), as in DecodeHParams
+        max_new_tokens = tf.where(max_new_tokens > 0, max_new_tokens, self.settings.new_tokens(0))
         result = infer_lib.infer(
             self.model, {"prompt": prompt}, max_new_tokens, temperature=temperature,
             top_k=top_k, top_p=top_p, seed=seed, num_samples=self.settings.num_samples)

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.helpers.runs import untrained_run
+
 PROBLEM = "algorithmic_reverse_binary40_test"
 DECODER = [sys.executable, "-m", "t2t.bin.t2t_decoder"]
 BLEU = [sys.executable, "-m", "t2t.bin.t2t_bleu"]
@@ -21,20 +23,7 @@ def _run(args, **kwargs):
 def run_dir(tmp_path_factory):
     """A training run's directory as t2t-trainer leaves it (run.json, hparams.json, a
     checkpoint of model, optimizer and input position), untrained, and its data."""
-    from t2t import registry
-    from t2t.config import RuntimeConfig, TrainerConfig
-    from t2t.hparams.basic import create_hparams
-    from t2t.trainer.trainer import Trainer
-
-    root = tmp_path_factory.mktemp("decoder_bin")
-    data_dir, output_dir = str(root / "data"), str(root / "run")
-    problem = registry.problem(PROBLEM)
-    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
-    trainer = Trainer(problem, "transformer", create_hparams("transformer_test", "batch_size=256"),
-                      data_dir, output_dir, TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
-                      run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
-    assert trainer.save().endswith("ckpt-0")
-    return data_dir, output_dir
+    return untrained_run(PROBLEM, tmp_path_factory.mktemp("decoder_bin"))
 
 
 def test_decode_from_file_with_reference(run_dir, tmp_path):

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.helpers.runs import untrained_run
+
 PROBLEM = "algorithmic_lm_reverse_binary10"
 DECODER = [sys.executable, "-m", "t2t.bin.t2t_decoder"]
 SAMPLE = "--decode_hparams=temperature=1.0,num_samples=2,max_new_tokens=6,seed=5,batch_size=2"
@@ -19,20 +21,7 @@ def _run(args):
 @pytest.fixture(scope="module")
 def lm_run(tmp_path_factory):
     """An untrained decoder-only run (checkpoint at step 0) and its data."""
-    from t2t import registry
-    from t2t.config import RuntimeConfig, TrainerConfig
-    from t2t.hparams.basic import create_hparams
-    from t2t.trainer.trainer import Trainer
-
-    root = tmp_path_factory.mktemp("decoder_lm_bin")
-    data_dir, output_dir = str(root / "data"), str(root / "run")
-    problem = registry.problem(PROBLEM)
-    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
-    trainer = Trainer(problem, "transformer", create_hparams("transformer_test", "batch_size=256"),
-                      data_dir, output_dir, TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
-                      run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
-    trainer.save()
-    return data_dir, output_dir
+    return untrained_run(PROBLEM, tmp_path_factory.mktemp("decoder_lm_bin"))
 
 
 def test_prompts_sample_the_same_text_twice_and_scores_give_bits_per_byte(lm_run, tmp_path):

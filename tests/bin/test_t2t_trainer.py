@@ -116,3 +116,23 @@ def test_xla_and_bfloat16(data_dir, tmp_path):
     losses = _losses(result.stdout)
     assert max(losses) == 6 and all(0 < loss < 10 for loss in losses.values())
     assert "eval step 6: accuracy" in result.stdout
+
+
+def test_an_evaluation_takes_the_run_from_its_run_json(tmp_path):
+    from t2t import config
+    from t2t.bin import t2t_trainer
+
+    (tmp_path / "run.json").write_text(json.dumps(
+        {"problem": "p", "model": "m", "hparams_set": "hs", "hparams": "a=1"}))
+
+    def experiment(schedule, **task):
+        return config.ExperimentConfig(task=config.TaskConfig(output_dir=str(tmp_path), **task),
+                                       trainer=config.TrainerConfig(schedule=schedule))
+
+    filled = t2t_trainer._from_run_record(experiment("evaluate", hparams="b=2")).task
+    assert (filled.problem, filled.model, filled.hparams_set, filled.hparams) == (
+        "p", "m", "hs", "a=1,b=2")
+    given = t2t_trainer._from_run_record(experiment("evaluate", hparams_set="other")).task
+    assert (given.problem, given.hparams_set, given.hparams) == ("p", "other", "")
+    training = t2t_trainer._from_run_record(experiment("train")).task
+    assert training.problem is None  # a training run names its problem itself

@@ -89,3 +89,20 @@ def test_continuation_left_aligns_after_each_prompt():
     ids = tf.constant([[5, 6, 7, 8, 1], [9, 2, 3, 0, 0]])
     out = prompting.continuation(ids, tf.constant([2, 1]), 4).numpy()
     assert out.tolist() == [[7, 8, 1, 0], [2, 3, 0, 0]]
+
+
+def test_beams_of_a_prompt_do_not_depend_on_the_other_prompts_of_its_batch(lm):
+    alone = infer.infer(lm, {"prompt": tf.constant([[3, 0, 0]])[:, :1]}, decode_length=4,
+                        beam_size=4, top_beams=4, alpha=0.6)
+    batched = infer.infer(lm, {"prompt": tf.constant([[3, 0, 0, 0, 0, 0], [3, 4, 5, 6, 7, 8]])},
+                          decode_length=4, beam_size=4, top_beams=4, alpha=0.6)
+    np.testing.assert_array_equal(alone["outputs"].numpy()[0], batched["outputs"].numpy()[0])
+    np.testing.assert_allclose(alone["scores"].numpy()[0], batched["scores"].numpy()[0], atol=1e-5)
+
+
+def test_a_top_p_tensor_of_one_keeps_every_token():
+    from t2t.decoding import sampling
+
+    logits = tf.constant([[0.0, -30.0, -60.0, 5.0]])
+    kept = sampling.filter_logits(logits, top_p=tf.constant(1.0)).numpy()
+    np.testing.assert_array_equal(kept, logits.numpy())

@@ -99,14 +99,14 @@ def test_token_encoder_counts_each_word_and_its_separating_space():
     words = sorted({w for s in SENTENCES for w in s.split()})
     encoder = text_encoder.TokenTextEncoder(words)
     lengths = encoder.token_byte_lengths()
-    assert lengths[:2] == [0, 1]
+    assert lengths[:2] == [0, 0]
     assert lengths[encoder.encode("café")[0]] == len("café ".encode())
     for text in SENTENCES:
-        # Every word with the space after it (the last word's stands for the line end),
-        # then EOS.
+        # Every word with the space after it (the last word's stands for the line end,
+        # so EOS adds nothing): the same total as the other encoders and --score_file.
         ids = encoder.encode(text)
         assert _total(lengths, ids) == len(text.encode("utf-8")) + 1
-        assert _total(lengths, ids + [text_encoder.EOS_ID]) == len(text.encode("utf-8")) + 2
+        assert _total(lengths, ids + [text_encoder.EOS_ID]) == len(text.encode("utf-8")) + 1
 
 
 def test_encoders_that_cannot_say_raise_not_implemented():

@@ -667,6 +667,15 @@ def test_a_split_evaluated_after_training_against_a_baseline(tmp_path, capsys, m
     assert runner.main(args, cases=[case], registered=REGISTERED, execute=FakeTrainer(values)) == 1
     result = json.loads((output / "report.json").read_text())["cases"][0]
     assert result["reason"] == "test_bits_per_byte 2.4500 outside [1.00, 2.40]"
+
+    def no_xz(case, output_dir):
+        raise FileNotFoundError("xz is not on PATH")
+
+    monkeypatch.setitem(baselines.BASELINES, "xz_bits_per_byte", no_xz)
+    assert runner.main(args, cases=[case], registered=REGISTERED, execute=FakeTrainer(values)) == 1
+    result = json.loads((output / "report.json").read_text())["cases"][0]
+    assert result["reason"] == ("baseline xz_bits_per_byte failed: FileNotFoundError: xz is "
+                                "not on PATH")
     assert validate([_case("bad", metric="test_accuracy", band=(0.1, 0.9),
                            below_baseline="zip"), _case("q", quick=True)]) == [
         "bad: metric 'test_accuracy' needs eval_split_after='test'",

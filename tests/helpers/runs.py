@@ -1,0 +1,24 @@
+"""A training run's directory as t2t-trainer leaves it, without training (for the
+binaries' end-to-end tests)."""
+
+from __future__ import annotations
+
+import pathlib
+
+
+def untrained_run(problem_name: str, root: pathlib.Path) -> tuple[str, str]:
+    """(data_dir, output_dir): the problem's data generated under `root`, and a run of an
+    untrained transformer_test (run.json, hparams.json, a checkpoint at step 0)."""
+    from t2t import registry
+    from t2t.config import RuntimeConfig, TrainerConfig
+    from t2t.hparams.basic import create_hparams
+    from t2t.trainer.trainer import Trainer
+
+    data_dir, output_dir = str(root / "data"), str(root / "run")
+    problem = registry.problem(problem_name)
+    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
+    trainer = Trainer(problem, "transformer", create_hparams("transformer_test", "batch_size=256"),
+                      data_dir, output_dir, TrainerConfig(train_steps=0), RuntimeConfig(random_seed=1),
+                      run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
+    assert trainer.save().endswith("ckpt-0")
+    return data_dir, output_dir

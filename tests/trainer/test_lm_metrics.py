@@ -110,8 +110,9 @@ def test_language_models_get_perplexity_and_bits_per_byte_when_the_encoder_can_s
     assert lm.is_language_model()
     assert lm.eval_metric_names() == ["accuracy", "neg_log_perplexity", "perplexity",
                                       "bits_per_byte"]
-    # Tokens "0", "1", "|": each with its separating space; PAD 0, EOS 1.
-    assert lm.target_byte_lengths().tolist() == [0, 1, 2, 2, 2]
+    # Tokens "0", "1", "|": each with its separating space (the last one's stands for
+    # the line end); PAD 0, EOS 0.
+    assert lm.target_byte_lengths().tolist() == [0, 0, 2, 2, 2]
     seq2seq = _task(registry.problem("algorithmic_reverse_binary40_test"))
     assert not seq2seq.is_language_model()
     assert seq2seq.eval_metric_names() == ["accuracy", "accuracy_per_sequence",

@@ -120,6 +120,11 @@ class ProblemHParams:
         return "inputs" in self.modality
 
     @property
+    def is_language_model(self) -> bool:
+        """Whether the model predicts symbol targets from their own prefix (no inputs)."""
+        return self.modality.get("targets") == Modality.SYMBOL and not self.has_inputs
+
+    @property
     def is_classifier(self) -> bool:
         """Whether the targets are one class label per example."""
         return self.modality.get("targets") == Modality.CLASS_LABEL

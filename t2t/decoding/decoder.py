@@ -204,7 +204,11 @@ class Decoder:
         dhp.validate()
         self.problem_hparams = model.problem_hparams
         modality = self.problem_hparams.modality
-        self.is_language_model = "inputs" not in modality
+        self.is_language_model = self.problem_hparams.is_language_model
+        if "inputs" not in modality and not self.is_language_model:
+            raise DecodeError(f"{problem.name} has no inputs and {modality.get('targets')} "
+                              f"targets: t2t-decoder decodes inputs, or continues prompts of "
+                              f"a language model (symbol targets).")
         # A language model's "inputs" are prompts: target tokens.
         self.inputs_modality = modality["targets" if self.is_language_model else "inputs"]
         self.is_class_label = self.problem_hparams.is_classifier
@@ -404,10 +408,8 @@ class Decoder:
         examples of `split` (default dev; all of them when num_batches <= 0), in the
         data's order. A language model continues the first half of each example (its
         "inputs"); "targets" is the true second half."""
-        names = [spec.name for spec in self.problem.splits]
-        if split is not None and split not in names:
-            raise DecodeError(f"{self.problem.name} has no {split!r} split: use one of "
-                              f"{', '.join(names)}.")
+        if split is not None:
+            self.problem.check_split(split)  # UnknownSplitError naming the splits
         dataset = self.problem.dataset(problem_lib.EVAL, self.data_dir, deterministic=True,
                                        split=split)
         if num_batches > 0:

@@ -110,7 +110,7 @@ def infer(
         if prompt is not None:
             step = prompting.forced_step(step, features["targets"], new_tokens, EOS_ID)
         sample_index = tf.tile(tf.range(num_samples), [batch_size // num_samples])
-        content = features.get("inputs", features.get("targets"))
+        content = reference  # inputs, or the prompt
         if content is not None and not content.dtype.is_integer:
             content = None  # image inputs: the sample number and seed alone key a row
         keys = sampling.row_keys(sampling.resolve_seed(seed), content, sample_index)

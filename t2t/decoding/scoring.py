@@ -155,7 +155,7 @@ class Scorer:
                 f"of token sequences (language models and seq2seq problems), not of "
                 f"class labels or other targets."
             )
-        self.has_inputs = "inputs" in php.modality
+        self.has_inputs = php.has_inputs
         if self.has_inputs and php.modality["inputs"] != Modality.SYMBOL:
             raise ScoreError(
                 f"{problem.name} has {php.modality['inputs']} inputs: only text inputs can be "

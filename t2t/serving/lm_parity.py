@@ -43,7 +43,7 @@ def _text(encoder: Any, ids: list[int]) -> str:
     return encoder.decode(ids) if encoder is not None else " ".join(map(str, ids))
 
 
-def _results(out: dict[str, Any], row: int, settings: Any) -> tuple[str, float, list | None]:
+def _results(out: dict[str, Any], row: int) -> tuple[str, float, list | None]:
     """(text, score, samples or beams) of one row of a served batch."""
     for key in ("samples", "beams"):
         if key in out:
@@ -59,7 +59,7 @@ def _compare_decodes(comparison: parity._Comparison, decoder: decoder_lib.Decode
         with parity.quiet("absl"):
             wants = decoder.decode_texts(texts)
         for row, want in enumerate(wants):
-            text, score, every = _results(out, row, decoder.settings)
+            text, score, every = _results(out, row)
             comparison.add(kind, repr(texts[row]), want, text, score, every)
 
 
@@ -98,7 +98,8 @@ def check_lm_parity(export_path: str, problem: problem_lib.Problem, model: Any,
     prompts = [_text(encoder, ids).encode("utf-8") for ids in prompt_ids] + [b""]
     batch_size = max(1, min(decode_hparams.batch_size, 4))
     dhp = dataclasses.replace(decode_hparams, batch_size=batch_size)
-    new_tokens = decoder_lib.Decoder(problem, model, data_dir, dhp).settings.new_tokens(0)
+    decoder = decoder_lib.Decoder(problem, model, data_dir, dhp)  # the export's settings
+    new_tokens = decoder.settings.new_tokens(0)
     calls = [{"temperature": 0.0, "top_k": 0, "top_p": 1.0, "seed": 0}, SAMPLED]
     calls = [{**c, "max_new_tokens": new_tokens} for c in calls]
     text_batches = parity._chunks(prompts, batch_size) if info["text_signature"] else []
@@ -110,11 +111,10 @@ def check_lm_parity(export_path: str, problem: problem_lib.Problem, model: Any,
         generate_calls=[{"settings": c, "batches": parity.encode_batches(text_batches)}
                         for c in calls] if info["text_signature"] else [],
         score_batches=parity.encode_batches(score_batches))
-    settings = decoder_lib.Decoder(problem, model, data_dir, dhp).settings
+    settings = decoder.settings
     comparison = parity._Comparison(sampling=settings.sampling and settings.seed < 0)
     if info["text_signature"]:
-        _compare_decodes(comparison, decoder_lib.Decoder(problem, model, data_dir, dhp),
-                         parity.TEXT_SIGNATURE, text_batches, served["text"])
+        _compare_decodes(comparison, decoder, parity.TEXT_SIGNATURE, text_batches, served["text"])
         for call, out in zip(calls, served["generate"], strict=True):
             call_dhp = dataclasses.replace(
                 dhp, beam_size=1, temperature=call["temperature"], top_k=call["top_k"],

@@ -43,12 +43,6 @@ _SETTINGS = [
 ]
 
 
-def _valid_utf8(texts: tf.Tensor) -> tf.Tensor:
-    """As t2t's Decoder reads lines: invalid UTF-8 replaced by U+FFFD."""
-    return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
-                                        replacement_char=0xFFFD)
-
-
 class LanguageModelSignatures:
     """Builds the signatures of a language model over its in-graph tokenizer."""
 
@@ -83,7 +77,7 @@ class LanguageModelSignatures:
 
     def prompts(self, texts: tf.Tensor) -> tf.Tensor:
         """string [B] -> int32 [B, P]: each prompt's last max_input_length ids, 0-padded."""
-        ids = tf.cast(self.tokenizer.encode(_valid_utf8(texts)), tf.int32)
+        ids = tf.cast(self.tokenizer.encode(tokenizers.valid_utf8(texts)), tf.int32)
         return ids[:, -int(self.settings.max_input_length):].to_tensor(0)
 
     def _texts(self, prompt: tf.Tensor, ids: tf.Tensor) -> tf.Tensor:
@@ -139,7 +133,7 @@ class LanguageModelSignatures:
     def score_signature(self):
         @tf.function(input_signature=[_PROMPTS])
         def score(inputs):
-            ids = tokenizers.append_eos(self.tokenizer.encode(_valid_utf8(inputs)))
+            ids = tokenizers.append_eos(self.tokenizer.encode(tokenizers.valid_utf8(inputs)))
             if self.score_max_length > 0:  # ids + EOS cut, as t2t.decoding.scoring cuts them
                 ids = ids[:, :self.score_max_length]
             logits, _ = self.model({"targets": ids}, training=False)

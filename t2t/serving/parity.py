@@ -238,7 +238,7 @@ def check_parity(
         with open(os.path.join(export_path, "assets.extra", EXPORT_INFO_FILE),
                   encoding="utf-8") as f:
             info = json.load(f)
-    if "inputs" not in model.problem_hparams.modality:
+    if model.problem_hparams.is_language_model:
         from t2t.serving import lm_parity
 
         return lm_parity.check_lm_parity(export_path, problem, model, data_dir, decode_hparams,

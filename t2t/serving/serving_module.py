@@ -152,9 +152,7 @@ class _Builder:
             if self.is_image:
                 prepared = self.decode_images(inputs)
             else:
-                # As t2t's Decoder reads lines: invalid UTF-8 replaced by U+FFFD.
-                text = tf.strings.unicode_transcode(
-                    inputs, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD)
+                text = tokenizers.valid_utf8(inputs)
                 prepared = module.inputs_tokenizer.encode_for_model(
                     text, int(self.settings.max_input_length))
             best, score, beams, beam_scores = self.run_model(prepared)
@@ -181,7 +179,7 @@ def build_serving_module(
     tokenizer, so no tensorflow_text ops). A language model (no inputs) gets the
     signatures of t2t.serving.lm_serving."""
     module = tf.Module(name="t2t_serving")
-    if "inputs" not in model.problem_hparams.modality:
+    if model.problem_hparams.is_language_model:
         from t2t.serving import lm_serving
 
         module.model_variables = underlying_variables(model)

@@ -32,6 +32,12 @@ from t2t.problems.text_encoder import UNK  # the encoders' unknown-token text, i
 
 
 # ------------------------------------------------------------------ helpers
+def valid_utf8(texts: tf.Tensor) -> tf.Tensor:
+    """Strings with invalid UTF-8 replaced by U+FFFD (as t2t's Decoder reads lines)."""
+    return tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
+                                        replacement_char=0xFFFD)
+
+
 def strip_ids(ids: tf.Tensor) -> tf.RaggedTensor:
     """[B, L] ids -> ragged [B, None]: each row cut at its first EOS, PAD ids dropped."""
     ids = tf.convert_to_tensor(ids)
@@ -157,10 +163,7 @@ class ByteTokenizer(InGraphTokenizer):
             single,
             tf.reduce_sum(tf.cast(stripped.with_flat_values(keep), tf.int64), axis=1),
         )
-        joined = _join_rows(rows, "")
-        return tf.strings.unicode_transcode(
-            joined, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-        )
+        return valid_utf8(_join_rows(rows, ""))
 
 
 class CharacterTokenizer(InGraphTokenizer):

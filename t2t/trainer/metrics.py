@@ -115,11 +115,16 @@ def bits_per_byte(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
     """(sum of weighted -log2 p(target), sum of weighted byte lengths of the targets).
 
     byte_lengths: [V] bytes of text each id stands for (a constant table)."""
-    logits, targets, weights = _prepare(logits, targets, weights)
-    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=targets, logits=logits)
+    return _bits_over_bytes(neg_log_perplexity(logits, targets, weights), targets, weights,
+                            byte_lengths)
+
+
+def _bits_over_bytes(nll_pair: Pair, targets: tf.Tensor, weights: tf.Tensor,
+                     byte_lengths: Any) -> Pair:
+    """bits_per_byte's pair from neg_log_perplexity's (its numerator is -sum of nats)."""
     table = tf.cast(tf.convert_to_tensor(byte_lengths), tf.float32)
-    num_bytes = tf.gather(table, targets)
-    return tf.reduce_sum(xent * weights) / math.log(2.0), tf.reduce_sum(num_bytes * weights)
+    num_bytes = tf.gather(table, tf.cast(targets, tf.int64))
+    return -nll_pair[0] / math.log(2.0), tf.reduce_sum(num_bytes * tf.cast(weights, tf.float32))
 
 
 METRICS: dict[str, Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Pair]] = {
@@ -181,13 +186,19 @@ def compute_metrics(
         weights_fn = weights_fn_for_modality(weights_fn)
     weights = tf.cast(weights_fn(tf.convert_to_tensor(targets)), tf.float32)
     results: dict[str, Pair] = {}
+    nll: list[Pair] = []  # neg_log_perplexity's pair, computed once for the LM metrics
+
+    def nll_pair() -> Pair:
+        if not nll:
+            nll.append(neg_log_perplexity(logits, targets, weights))
+        return nll[0]
+
     for name in trainable_metric_names(names):
-        if name == PERPLEXITY:
-            results[name] = results.get("neg_log_perplexity") or neg_log_perplexity(
-                logits, targets, weights)
+        if name in (PERPLEXITY, "neg_log_perplexity"):
+            results[name] = nll_pair()
         elif name == BITS_PER_BYTE:
             if byte_lengths is not None:
-                results[name] = bits_per_byte(logits, targets, weights, byte_lengths)
+                results[name] = _bits_over_bytes(nll_pair(), targets, weights, byte_lengths)
         else:
             results[name] = METRICS[name](logits, targets, weights)
     return results

@@ -95,8 +95,7 @@ class Task:
 
     def is_language_model(self) -> bool:
         """Symbol targets and no inputs: the model predicts the targets from their prefix."""
-        modality = self.problem_hparams.modality
-        return modality.get("targets") == problem_lib.Modality.SYMBOL and "inputs" not in modality
+        return self.problem_hparams.is_language_model
 
     def target_byte_lengths(self) -> np.ndarray | None:
         """float32 [vocab] bytes of text per target id (for bits_per_byte), read once

@@ -61,7 +61,7 @@ def test_bad_requests_get_one_clear_line(lm_run, tmp_path):
     both = _run([*base, f"--score_file={empty}", "--decode_interactive"])
     assert both.returncode == 1 and "choose one" in both.stderr
     split = _run([*base, "--decode_split=test"])
-    assert split.returncode == 1 and "has no 'test' split: use one of train, dev" in split.stderr
+    assert split.returncode == 1 and "has no split 'test': its splits are train, dev" in split.stderr
     empty_score = _run([*base, f"--score_file={empty}"])
     assert empty_score.returncode == 1 and "has no lines to score" in empty_score.stderr
     assert "Traceback" not in refused.stderr + both.stderr + split.stderr + empty_score.stderr

@@ -55,7 +55,9 @@ class TaskConfig:
     model: str | None = setting(None, "Registered model name, e.g. transformer.")
     hparams_set: str | None = setting(None, "Registered hparams set, e.g. transformer_tiny.")
     hparams: str = setting("", "Overrides, e.g. 'learning_rate_constant=0.5,num_heads=2'.")
-    data_dir: str | None = setting(None, "Prepared data (default: $T2T_DATA_DIR or ~/t2t_data).")
+    data_dir: str | None = setting(None, "Prepared data (default: the one an existing run "
+                                         "in --output_dir was given, else $T2T_DATA_DIR or "
+                                         "~/t2t_data).")
     output_dir: str | None = setting(None, "Checkpoints, summaries and results (default: "
                                      "~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).")
 

@@ -12,10 +12,6 @@ from absl import flags
 from t2t import config
 from t2t.bin import config_flags
 
-# TensorFlow's C++ start-up chatter (CUDA probing, oneDNN notes) hides the binaries'
-# own output; a user can still ask for it with TF_CPP_MIN_LOG_LEVEL=0.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("t2t_usr_dir", None,
@@ -25,6 +21,8 @@ flags.DEFINE_bool("registry_help", False, "Print every registered name and exit.
 flags.DEFINE_multi_string("gin_file", [], "gin config files (runtime settings).")
 flags.DEFINE_multi_string("gin_param", [], "gin bindings, e.g. 'InputConfig.seed=1'.")
 config_flags.define(config.DataConfig, only=("data_mirror",))
+# The flags `setup()` reads: binaries that do not call it leave them out of --help.
+SETUP_FLAGS = ("t2t_usr_dir", "registry_help", "gin_file", "gin_param", "data_mirror")
 
 
 def default_data_dir() -> str:
@@ -35,12 +33,75 @@ class UsageError(Exception):
     """A bad flag value: printed as one message without a traceback."""
 
 
+def recorded_run(output_dir: str | None) -> dict:
+    """What the training run in `output_dir` recorded (its run.json); {} if none."""
+    if not output_dir:
+        return {}
+    run = read_json(os.path.join(os.path.expanduser(output_dir), "run.json"))
+    return run if isinstance(run, dict) else {}
+
+
+def _output_dir_flag() -> str | None:
+    return FLAGS["output_dir"].value if "output_dir" in FLAGS else None
+
+
+def recorded_path(output_dir: str | None, key: str, must_exist: bool = True) -> str | None:
+    """The `key` path (data_dir, t2t_usr_dir) the run in `output_dir` recorded, or None;
+    fails naming it when it no longer exists (unless not `must_exist`)."""
+    path = recorded_run(output_dir).get(key)
+    if must_exist and path and "://" not in path and not os.path.exists(path):
+        fail(f"{os.path.join(output_dir, 'run.json')} records {key}={path!r}, which no "
+             f"longer exists: give --{key}=DIR (where it is now).")
+    return path or None
+
+
+def usr_dir_in_use() -> str | None:
+    """--t2t_usr_dir, else the one the run in --output_dir was trained with (absolute)."""
+    from t2t.trainer import run_dir
+
+    path = FLAGS.t2t_usr_dir or recorded_path(_output_dir_flag(), "t2t_usr_dir")
+    return run_dir.absolute_path(path) if path else None
+
+
+def resolve_data_dir(data_dir: str | None, output_dir: str | None,
+                     must_exist: bool = True) -> str:
+    """--data_dir, else the data_dir the run in `output_dir` was given (recorded in its
+    run.json; it must still exist unless not `must_exist`, e.g. to generate it again),
+    else the default ($T2T_DATA_DIR or ~/t2t_data, as it is now: a run that used the
+    default follows it)."""
+    if data_dir:
+        return os.path.expanduser(data_dir)
+    if recorded_run(output_dir).get("data_dir_given", True):
+        recorded = recorded_path(output_dir, "data_dir", must_exist)
+        if recorded:
+            return recorded
+    return default_data_dir()
+
+
+def print_locations(data_dir: str | None, output_dir: str | None, stream=None) -> None:
+    """The first lines of a run: where its data and its output are (absolute), on
+    `stream` (default stdout)."""
+    from t2t.trainer import run_dir
+
+    stream = stream or sys.stdout
+    if data_dir:
+        stream.write(f"Data:   {run_dir.absolute_path(data_dir)}\n")
+    if output_dir:
+        stream.write(f"Output: {run_dir.absolute_path(output_dir)}\n")
+    stream.flush()
+
+
 def setup() -> bool:
-    """Imports the user dir, loads gin, handles --registry_help; False means exit now."""
+    """Imports the user dir (--t2t_usr_dir, else the run's), loads gin, handles
+    --registry_help; False means exit now."""
     from t2t import gin_config, registry, usr_dir
 
-    if FLAGS.t2t_usr_dir:
-        usr_dir.import_usr_dir(FLAGS.t2t_usr_dir)
+    path = usr_dir_in_use()
+    if path:
+        if not FLAGS.t2t_usr_dir:  # say whose code runs: the run's record chose it
+            print(f"Code:   {path} (the t2t_usr_dir in {_output_dir_flag()}/run.json)",
+                  file=sys.stderr, flush=True)
+        usr_dir.import_usr_dir(path)
     gin_config.parse_gin(FLAGS.gin_file, FLAGS.gin_param)
     if FLAGS.registry_help:
         print(registry.help_string())
@@ -48,11 +109,23 @@ def setup() -> bool:
     return True
 
 
-def start(argv: list[str]) -> bool:
-    """A binary's first step: rejects positional arguments, then `setup()`, a bad
-    --gin_param/--gin_file/--t2t_usr_dir failing with its message. False means exit now."""
+def import_tensorflow() -> None:
+    """Imports TensorFlow; its start-up chatter is filtered unless --verbosity >= 1."""
+    from t2t.utils import tf_startup
+
+    # The flag's value, parsed or not (a test may call main() without parsing flags).
+    tf_startup.import_tensorflow(quiet=FLAGS["verbosity"].value < 1)
+
+
+def start(argv: list[str], *, tensorflow: bool = True) -> bool:
+    """A binary's first step: rejects positional arguments, imports TensorFlow (when the
+    binary uses it) without its start-up chatter unless --verbosity >= 1, then
+    `setup()`, a bad --gin_param/--gin_file/--t2t_usr_dir failing with its message.
+    False means exit now."""
     if len(argv) > 1:
         fail(f"unexpected arguments {argv[1:]}; flags look like --problem=NAME.")
+    if tensorflow:
+        import_tensorflow()
     try:
         return setup()
     except (ValueError, OSError) as e:
@@ -80,7 +153,7 @@ def resolve_run(output_dir: str | None, problem: str | None, model: str | None,
     from t2t.hparams.basic import create_hparams
     from t2t.hparams.hparams import HParams
 
-    run = (read_json(os.path.join(output_dir, "run.json")) if output_dir else None) or {}
+    run = recorded_run(output_dir)
     problem = problem or run.get("problem")
     model = model or run.get("model")
     hparams = None

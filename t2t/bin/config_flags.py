@@ -19,6 +19,8 @@ from typing import Any
 
 from absl import flags
 
+from t2t.bin import flag_help
+
 FLAGS = flags.FLAGS
 
 
@@ -81,6 +83,7 @@ def define(config_cls: type, *, only: Iterable[str] | None = None, exclude: Iter
             raise TypeError(f"{config_cls.__name__}.{field.name}: no flag type for {kind}.")
         for alias in meta.get("aliases") or ():
             flags.DEFINE_alias(alias, name, **owner)
+        flag_help.note_config_flag(name, config_cls.__name__)
         names.append(name)
     return names
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from absl import flags
 
 from t2t import config
-from t2t.bin import config_flags
+from t2t.bin import config_flags, flag_help
 
 config_flags.define(config.TaskConfig, help={
     "problem": "Registered problem name (default: the run's, from OUTPUT_DIR/run.json).",
@@ -16,7 +16,8 @@ config_flags.define(config.TaskConfig, help={
                    "OUTPUT_DIR/hparams.json).",
     "hparams": "Overrides, e.g. 'num_heads=2' (as at training).",
     "data_dir": "Prepared data: the vocabulary (and the dev examples of --eval_steps or the "
-                "parity check) (default: $T2T_DATA_DIR or ~/t2t_data).",
+                "parity check) (default: the data_dir the run recorded in run.json, else "
+                "$T2T_DATA_DIR or ~/t2t_data).",
     "output_dir": "The training run (default: ~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).",
 })
 flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
@@ -24,3 +25,5 @@ flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) 
 flags.DEFINE_string("decode_hparams", "", "Decoding settings (DecodeHParams of t2t.config), "
                     f"e.g. 'beam_size=4,alpha=0.6'; all, with their defaults: "
                     f"'{config.DecodeHParams.help_string()}'.")
+flag_help.group("Decoding", "decode_hparams")
+flag_help.group("Problem, model and run", "checkpoint_path")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import sys
 
-from absl import app, flags
+from absl import flags
 
-from t2t.bin import common_flags  # noqa: F401  (quiet TensorFlow start-up)
+from t2t.bin import common_flags, flag_help
 
 FLAGS = flags.FLAGS
 
@@ -30,11 +30,13 @@ def main(argv: list[str]) -> None:
         common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --model_dir=DIR.")
     if not FLAGS.model_dir:
         common_flags.fail("--model_dir required: the output_dir of a training run.")
+    common_flags.import_tensorflow()
     import os
 
     from t2t.serving import average
 
     output_dir = FLAGS.output_dir or os.path.join(FLAGS.model_dir, "avg")
+    common_flags.print_locations(None, output_dir)
     try:
         paths = average.last_checkpoints(FLAGS.model_dir, FLAGS.n)
         if len(paths) < FLAGS.n:
@@ -50,7 +52,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__, hidden=common_flags.SETUP_FLAGS)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
-from absl import app, flags
+from absl import flags
 
-from t2t.bin import common_flags
+from t2t.bin import common_flags, flag_help
 
 FLAGS = flags.FLAGS
 
@@ -28,6 +28,7 @@ def main(argv: list[str]) -> None:
     missing = [f"--{n}" for n in ("translation", "reference") if not FLAGS[n].value]
     if missing:
         common_flags.fail(f"{', '.join(missing)} required.")
+    common_flags.import_tensorflow()
     from t2t.decoding import decoder as decoder_lib
 
     try:
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__, hidden=common_flags.SETUP_FLAGS)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ import contextlib
 import os
 import time
 
-from absl import app, flags
+from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags
+from t2t.bin import common_flags, config_flags, flag_help
 
 FLAGS = flags.FLAGS
 
@@ -49,6 +49,7 @@ def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
 
     problem = registry.problem(problem_name)
     start = time.monotonic()
+    common_flags.print_locations(data_dir, None)
     print(f"Generating {problem.name} into {data_dir}")
     tmp_dir = os.path.expanduser(data.tmp_dir or os.path.join(data_dir, "tmp"))
     summaries = problem.generate_data(
@@ -137,7 +138,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@
                                                              # bits per byte
 
 The weights come from --checkpoint_path (a prefix or a directory) or else the latest
-checkpoint in --output_dir. --problem, --model, --hparams_set and --hparams default to
-the ones the run in --output_dir recorded (run.json, hparams.json).
+checkpoint in --output_dir. --problem, --model, --hparams_set, --hparams, --data_dir and
+--t2t_usr_dir default to the ones the run in --output_dir recorded (run.json,
+hparams.json): `t2t-decoder --output_dir=RUN` needs nothing else. A flag given wins.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ import os
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, run_flags
+from t2t.bin import common_flags, config_flags, flag_help, run_flags
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
@@ -60,6 +61,10 @@ flags.DEFINE_integer("eval_steps", 1, "Without --decode_from_file: dev batches t
                      "(<= 0: the whole dev split), printed and written to "
                      "OUTPUT_DIR/decode_SPLIT.{inputs,targets,outputs}.txt (SPLIT: "
                      "--decode_split, default dev).")
+
+flag_help.group("Decoding", "decode_from_file", "decode_to_file", "decode_reference",
+                "decode_interactive", "score_file", "decode_split", "eval_steps",
+                "decode_hparams")
 
 
 def _default_decode_to_file(model: str, hparams_set: str, problem: str, dhp) -> str:
@@ -173,11 +178,13 @@ def main(argv: list[str]) -> None:
             output_dir, task.problem, task.model, task.hparams_set, task.hparams)
         if output_dir is None:
             output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
-        data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+        data_dir = common_flags.resolve_data_dir(task.data_dir, output_dir)
         dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         problem = registry.problem(problem_name)
         registry.model(model_name)
+        # On stderr: stdout carries the decodes (interactive answers, dev triples).
+        common_flags.print_locations(data_dir, output_dir, sys.stderr)
         model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
         if FLAGS.score_file:
             _score_file(problem, model, data_dir, dhp)
@@ -200,7 +207,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__)
 
 
 if __name__ == "__main__":

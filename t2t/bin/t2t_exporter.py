@@ -11,8 +11,9 @@ tf.train.Examples with int64 "inputs" ids in, ids and scores out; stock TF ops o
 The decode settings are fixed at export. Before the version directory appears, a fresh
 process that imports only TensorFlow decodes dev examples with the SavedModel and must
 agree with t2t's own decoding of the checkpoint (--skip_parity_check skips it).
---problem, --model, --hparams_set and --hparams default to the run's (run.json,
-hparams.json in --output_dir). SentencePiece problems need tensorflow-text, here and in
+--problem, --model, --hparams_set, --hparams, --data_dir and --t2t_usr_dir default to
+the run's (run.json, hparams.json in --output_dir): `t2t-exporter --output_dir=RUN`
+needs nothing else. SentencePiece problems need tensorflow-text, here and in
 the serving process (`import tensorflow_text`); --ids_only leaves the text signature out.
 """
 
@@ -22,10 +23,10 @@ import json
 import os
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, run_flags
+from t2t.bin import common_flags, config_flags, flag_help, run_flags
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> None:
             output_dir, task.problem, task.model, task.hparams_set, task.hparams)
         if output_dir is None:
             output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
-        data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+        data_dir = common_flags.resolve_data_dir(task.data_dir, output_dir)
         dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         problem = registry.problem(problem_name)
         registry.model(model_name)
@@ -79,6 +80,7 @@ def main(argv: list[str]) -> None:
         export_config = config_flags.build(config.ExportConfig)
         export_dir = os.path.expanduser(export_config.export_dir
                                         or os.path.join(output_dir, "export"))
+        common_flags.print_locations(data_dir, output_dir)
         print(f"Exporting {model_name} on {problem_name} from {checkpoint} "
               f"({dhp.to_string()}) to {export_dir}", flush=True)
         version_dir = export_lib.export(
@@ -100,7 +102,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__)
 
 
 if __name__ == "__main__":

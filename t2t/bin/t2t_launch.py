@@ -27,8 +27,9 @@ import json
 import sys
 from typing import NoReturn
 
-from absl import app, flags
+from absl import flags
 
+from t2t.bin import flag_help
 from t2t.cluster import launch as launch_lib
 from t2t.cluster import tf_config as tf_config_lib
 
@@ -78,7 +79,7 @@ def main(argv: list[str], command: list[str]) -> None:
 def run() -> None:
     """Console-script entry point."""
     argv, command = launch_lib.split_command(sys.argv)
-    app.run(functools.partial(main, command=command), argv=argv)
+    flag_help.run(functools.partial(main, command=command), __doc__, argv=argv)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,10 @@ import os
 import sys
 import time
 
-from absl import app, flags
+from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags
+from t2t.bin import common_flags, config_flags, flag_help
 
 FLAGS = flags.FLAGS
 
@@ -28,6 +28,7 @@ config_flags.define(config.TrainerConfig)
 config_flags.define(config.RuntimeConfig)
 flags.DEFINE_bool("dry_run", False, "Print the resolved problem, model, hparams and "
                   "strategy, then exit without training.")
+flag_help.group("Problem, model and run", "dry_run")
 
 
 def experiment_from_flags() -> config.ExperimentConfig:
@@ -90,6 +91,17 @@ def _prepare_data(problem, runtime, experiment, data_dir: str, tmp_dir: str) -> 
         _wait_for_data(problem, data_dir)
 
 
+def _locations(experiment: config.ExperimentConfig) -> tuple[str, str]:
+    """(output_dir, data_dir): the flags, else the run's record, else the defaults. A
+    recorded data_dir that is gone is an error unless --generate_data makes it again."""
+    task = experiment.task
+    output_dir = os.path.expanduser(task.output_dir or common_flags.default_run_dir(
+        task.problem, task.model, task.hparams_set))
+    data_dir = common_flags.resolve_data_dir(task.data_dir, output_dir,
+                                             must_exist=not experiment.data.generate_data)
+    return output_dir, data_dir
+
+
 def train(experiment: config.ExperimentConfig) -> None:
     """Runs the experiment; library errors propagate (main turns them into messages)."""
     from t2t import gin_config, registry
@@ -99,13 +111,11 @@ def train(experiment: config.ExperimentConfig) -> None:
     from t2t.trainer.trainer import Trainer
 
     task = experiment.task
-    data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
-    tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))
-    output_dir = os.path.expanduser(task.output_dir or common_flags.default_run_dir(
-        task.problem, task.model, task.hparams_set))
     # The strategy first: splitting the CPU must happen before TensorFlow starts.
     if strategy_lib.serve_if_cluster_member(experiment.runtime):
         return  # a ps or worker task of parameter-server training: served until killed
+    output_dir, data_dir = _locations(experiment)
+    tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))
     runtime = runtime_lib.start(experiment.runtime)
     problem = registry.problem(task.problem)
     registry.model(task.model)
@@ -113,13 +123,16 @@ def train(experiment: config.ExperimentConfig) -> None:
     if FLAGS.dry_run:
         _print_dry_run(problem, hparams, runtime, experiment, output_dir, data_dir)
         return
+    if runtime.is_chief:
+        common_flags.print_locations(data_dir, output_dir)
     _prepare_data(problem, runtime, experiment, data_dir, tmp_dir)
-    if not task.output_dir:
-        print(f"No --output_dir given: writing to {output_dir}")
     os.makedirs(output_dir, exist_ok=True)
     trainer = Trainer(problem, task.model, hparams, data_dir, output_dir, experiment.trainer,
                       runtime, experiment.input,
-                      run_info={"hparams_set": task.hparams_set, "hparams": task.hparams})
+                      run_info={"hparams_set": task.hparams_set, "hparams": task.hparams,
+                                "t2t_usr_dir": common_flags.usr_dir_in_use(),
+                                # A run on the default folder follows the default later.
+                                "data_dir_given": data_dir != common_flags.default_data_dir()})
     schedule = experiment.trainer.schedule
     trains = schedule in ("train", "train_and_evaluate")
     if runtime.is_chief:  # after Trainer accepted the run: a refused one writes nothing
@@ -137,12 +150,13 @@ def train(experiment: config.ExperimentConfig) -> None:
 
 
 def _from_run_record(experiment: config.ExperimentConfig) -> config.ExperimentConfig:
-    """An evaluation of an existing run takes --problem, --model, --hparams_set and
-    --hparams that are not given from the run's run.json (as t2t-decoder does)."""
+    """A run in an existing --output_dir (resumed, or evaluated) takes --problem, --model,
+    --hparams_set and --hparams that are not given from its run.json (as t2t-decoder
+    does): `t2t-trainer --output_dir=RUN --train_steps=N` continues RUN."""
     task = experiment.task
-    if experiment.trainer.schedule not in ("evaluate", "continuous_eval") or not task.output_dir:
+    if not task.output_dir:
         return experiment
-    run = common_flags.read_json(os.path.join(os.path.expanduser(task.output_dir), "run.json"))
+    run = common_flags.recorded_run(task.output_dir)
     if not run or task.hparams_set:
         return experiment if not run else dataclasses.replace(experiment, task=dataclasses.replace(
             task, problem=task.problem or run.get("problem"), model=task.model or run.get("model")))
@@ -159,7 +173,10 @@ def main(argv: list[str]) -> None:
     task = experiment.task
     missing = [f"--{n}" for n in ("problem", "model", "hparams_set") if not getattr(task, n)]
     if missing:
-        common_flags.fail(f"{', '.join(missing)} required (see --registry_help for the names).")
+        where = (f" ({task.output_dir} holds no run.json naming them: a typo, or not a "
+                 f"training run's --output_dir?)" if task.output_dir else "")
+        common_flags.fail(f"{', '.join(missing)} required{where} (see --registry_help for "
+                          f"the names).")
     from t2t import registry
     from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import problem as problem_lib
@@ -179,15 +196,14 @@ def main(argv: list[str]) -> None:
         common_flags.fail(str(e))
     except tf.errors.DataLossError as e:  # a damaged shard: say which, and how to rewrite it
         problem = registry.problem(task.problem)
-        data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
-        common_flags.fail(problem.damaged_data_message(data_dir, e))
+        common_flags.fail(problem.damaged_data_message(_locations(experiment)[1], e))
     except KeyboardInterrupt:
         sys.exit(130)
 
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,10 @@ import os
 import subprocess
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags
+from t2t.bin import common_flags, config_flags, flag_help
 
 FLAGS = flags.FLAGS
 
@@ -132,7 +132,7 @@ def _check_and_prepare(task: config.TaskConfig, tuner: config.TunerConfig, rhp, 
 
 
 def main(argv: list[str]) -> None:
-    if not common_flags.start(argv):
+    if not common_flags.start(argv, tensorflow=False):  # trials run in processes of their own
         return
     task = config_flags.build(config.TaskConfig)
     tuning = config_flags.build(config.TunerConfig)
@@ -159,6 +159,7 @@ def main(argv: list[str]) -> None:
         study_lib.check_sampler(tuner, rhp)
     except (registry.UnknownNameError, HParamsError, study_lib.TunerError) as e:
         common_flags.fail(str(e))
+    common_flags.print_locations(data_dir, tuner.output_dir)
     _check_and_prepare(task, tuner, rhp, data_dir)
     try:
         study, completed = study_lib.run_study(tuner, rhp)
@@ -174,7 +175,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    app.run(main)
+    flag_help.run(main, __doc__)
 
 
 if __name__ == "__main__":

@@ -89,8 +89,8 @@ def load_model(
     problem_hparams = problem.hparams(data_dir)
     model = t2t_model.create_model(model_name, hparams, problem_lib.PREDICT, problem_hparams)
     model.build_weights()
-    try:
-        status = checkpoints.restore(path, model)
+    try:  # the optimizer (and input position) in the checkpoint are not needed here
+        checkpoints.restore(path, model)
     except checkpoints.DamagedCheckpointError as e:
         raise DecodeError(str(e)) from e
     except checkpoints.CheckpointError as e:
@@ -98,7 +98,6 @@ def load_model(
             f"The checkpoint {path} does not match model {model_name!r} with these hparams "
             f"(use the --hparams_set/--hparams it was trained with): {str(e)[:300]}"
         ) from e
-    status.expect_partial()  # the optimizer (and input position) are not needed
     logging.info("Loaded %s from %s.", model_name, path)
     model.checkpoint_path = path
     return model

@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from t2t import registry
+from t2t.utils import readme_tables
 
 BEGIN, END = "<!-- problems:begin -->", "<!-- problems:end -->"
 
@@ -49,18 +49,13 @@ def _summary(problem) -> str:
     return doc.replace("|", "/")
 
 
-def _is_builtin(problem) -> bool:
-    # Problems registered by a --t2t_usr_dir, a plugin or a test are not the library's.
-    return type(problem).__module__.startswith("t2t.")
-
-
 def markdown_table() -> str:
     """One row per problem the library defines: modalities, vocabulary, splits, metrics."""
     rows = ["| problem | modalities | vocabulary | splits (shards) | metrics | data |",
             "|---|---|---|---|---|---|"]
     for name in registry.list_problems():
         problem = registry.problem(name)
-        if not _is_builtin(problem):
+        if not readme_tables.is_builtin(problem):
             continue
         splits = ", ".join(f"{s.name} ({s.shards})" for s in problem.splits)
         metrics = ", ".join(problem.eval_metrics())
@@ -71,31 +66,12 @@ def markdown_table() -> str:
 
 def replace_block(text: str, block: str) -> str:
     """`text` with the lines between the problems markers replaced by `block`."""
-    lines = text.split("\n")
-    if lines.count(BEGIN) != 1 or lines.count(END) != 1:
-        raise ValueError(f"Expected one {BEGIN!r} line and one {END!r} line.")
-    start, end = lines.index(BEGIN), lines.index(END)
-    return "\n".join(lines[: start + 1] + [block] + lines[end:])
+    return readme_tables.replace_block(text, block, BEGIN, END)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--write", metavar="README", help="replace the marked block in this file")
-    args = parser.parse_args(argv)
-    table = markdown_table()
-    if not args.write:
-        print(table)
-        return 0
-    with open(args.write, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        text = replace_block(text, table)
-    except ValueError as e:
-        sys.stderr.write(f"error: {e} ({args.write})\n")
-        return 1
-    with open(args.write, "w", encoding="utf-8") as f:
-        f.write(text)
-    return 0
+    """The command line: print the problem table, or write it into a README."""
+    return readme_tables.run_cli(argv, __doc__.split("\n")[0], markdown_table, BEGIN, END)
 
 
 if __name__ == "__main__":

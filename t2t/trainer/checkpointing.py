@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 import tensorflow as tf
@@ -29,9 +30,9 @@ class RunCheckpoints:
         self.directory = output_dir if is_chief else scratch_dir
         self.keep = keep if is_chief else 1
         self.iterator: Any = None
+        self.after_save: Callable[[], None] | None = None  # called after the chief saves
         self.root = None
         self.manager = None
-        self.restored: Any = None  # the status of the last restore
 
     @property
     def latest(self) -> str | None:
@@ -52,7 +53,7 @@ class RunCheckpoints:
         """Model and optimizer from `path` (any t2t checkpoint format);
         IncompatibleRunError when it does not fit."""
         try:
-            self.restored = checkpoints.restore(path, self.model, optimizer=self.optimizer)
+            checkpoints.restore(path, self.model, optimizer=self.optimizer)
         except checkpoints.DamagedCheckpointError as e:
             raise run_dir.IncompatibleRunError(str(e)) from e
         except checkpoints.CheckpointError as e:
@@ -64,7 +65,10 @@ class RunCheckpoints:
     def restore_iterator(self, path: str, iterator: Any) -> bool:
         """Reads the input position saved in `path` into `iterator`; False if it has none."""
         try:
-            tf.train.Checkpoint(train_iterator=iterator).read(path).assert_existing_objects_matched()
+            # Only the position is read: the model's and optimizer's values are not
+            # wanted here (expect_partial keeps TensorFlow from listing them all).
+            status = tf.train.Checkpoint(train_iterator=iterator).read(path)
+            status.expect_partial().assert_existing_objects_matched()
             return True
         except (AssertionError, ValueError, tf.errors.OpError):
             logging.warning("%s holds no input position: the data order restarts.", path)
@@ -99,6 +103,8 @@ class RunCheckpoints:
             return latest
         path = self.manager.save(checkpoint_number=step)
         if self.is_chief:
+            if self.after_save is not None:
+                self.after_save()
             return path
         shutil.rmtree(self.directory, ignore_errors=True)
         try:  # the shared scratch parent, once the last worker's folder is gone
@@ -110,4 +116,4 @@ class RunCheckpoints:
 
     def read_latest(self, path: str) -> None:
         """Re-reads the model (and optimizer) of a newer checkpoint (continuous eval)."""
-        checkpoints.restore(path, self.model, optimizer=self.optimizer).expect_partial()
+        checkpoints.restore(path, self.model, optimizer=self.optimizer)

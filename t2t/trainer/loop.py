@@ -131,7 +131,7 @@ class TrainingLoop:
                 f"The training loss became {loss} at step {step}. The last good "
                 f"checkpoint ({self.checkpoints.manager.latest_checkpoint or 'none yet'}) is "
                 f"kept. Try a lower learning rate (--hparams=learning_rate_constant=...), "
-                f"gradient clipping (clip_grad_norm) or float32."
+                f"gradient clipping (clip_grad_norm) or float32.{self.task.divergence_hint()}"
             )
 
     def train(self, until_step: int | None = None, evaluate_every: bool = False) -> dict[str, float]:

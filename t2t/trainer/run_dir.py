@@ -1,7 +1,9 @@
 """The run directory: what a run records about itself, and resume-compatibility checks.
 
 output_dir/
-  run.json              problem, model, hparams set, t2t version (first run)
+  run.json              problem, model, hparams set and overrides, t2t version, the
+                        problem's resolved hparams (first run); data_dir and
+                        t2t_usr_dir (absolute; updated on resume)
   hparams.json          the resolved hyperparameters
   operative_config.gin  what gin bound
   ckpt-N.*, checkpoint  checkpoints (tf.train.CheckpointManager)
@@ -22,6 +24,8 @@ from t2t.hparams.hparams import HParams
 RUN_FILE = "run.json"
 HPARAMS_FILE = "hparams.json"
 EVAL_RESULTS_FILE = "eval_results.jsonl"
+# run.json's fields that say where the run's data and code are (a resume updates them).
+LOCATION_KEYS = ("data_dir", "data_dir_given", "t2t_usr_dir")
 DEV_SPLIT = "dev"  # the split whose results keep the plain names (problem.DEV_SPLIT)
 
 # Hyperparameters that change variable shapes or the graph's structure: a run cannot
@@ -35,6 +39,12 @@ STRUCTURAL_HPARAMS = frozenset({
     "use_target_space_embedding", "optimizer", "kernel_height", "kernel_width",
     "shake_shake_num_branches", "weight_dtype",
 })
+
+
+def absolute_path(path: str) -> str:
+    """`path` made absolute (~ expanded), so a run's record holds wherever it was started
+    from; URLs (gs://...) are kept as they are."""
+    return path if "://" in path else os.path.abspath(os.path.expanduser(path))
 
 
 class IncompatibleRunError(ValueError):
@@ -96,15 +106,24 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
 
 
 def record_run(output_dir: str, run: dict[str, Any], hparams: HParams, *,
-               has_checkpoint: bool) -> None:
-    """Writes hparams.json, and run.json unless the run resumes (run.json records its start).
+               has_checkpoint: bool, update_locations: bool = True) -> None:
+    """Writes hparams.json, and run.json: whole for a new run; a resumed run keeps the
+    record of its start and updates only where its data and code now are
+    (LOCATION_KEYS, the ones given), so the decoder finds them after a move; an
+    evaluation (`update_locations=False`) leaves them.
 
     Call it once the run is known to be compatible (after `check_and_record(...,
     record=False)` and a successful restore), so a refused run leaves no records.
     """
     run_path = os.path.join(output_dir, RUN_FILE)
-    if not (has_checkpoint and os.path.exists(run_path)):
+    previous = _read_json(run_path) if has_checkpoint and os.path.exists(run_path) else None
+    if previous is None:
         _write_json(run_path, run)
+    else:
+        moved = {k: run[k] for k in LOCATION_KEYS if update_locations
+                 and run.get(k) is not None and run[k] != previous.get(k)}
+        if moved:
+            _write_json(run_path, {**previous, **moved})
     _write_json(os.path.join(output_dir, HPARAMS_FILE), hparams.values())
 
 

@@ -38,6 +38,10 @@ from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib
 from t2t.trainer import optimizers
 
+# Images this small (px on a side) call for the hparams sets tuned on CIFAR-sized data.
+SMALL_IMAGE_PX = 64
+SMALL_IMAGE_SETS = {"resnet": ("resnet_cifar_15", "resnet_cifar_32"),
+                    "shake_shake": ("shakeshake_small", "shake_shake_quick")}
 TRAINING_LOSS = "training"  # the key of the loss the model minimizes
 
 
@@ -56,9 +60,11 @@ class Task:
     """A registered model trained on a problem, with T2T-style hparams."""
 
     def __init__(self, problem: problem_lib.Problem, model_name: str, hparams: HParams,
-                 data_dir: str, eval_split: str = problem_lib.DEV_SPLIT):
+                 data_dir: str, eval_split: str = problem_lib.DEV_SPLIT,
+                 hparams_set: str | None = None):
         self.eval_split = problem.check_split(eval_split)  # UnknownSplitError, before work
         self.problem, self.model_name, self.hparams = problem, model_name, hparams
+        self.hparams_set = hparams_set  # the registered name `hparams` came from, if known
         self.data_dir = data_dir
         self.problem_hparams = problem.hparams(data_dir)
         self._byte_lengths: np.ndarray | None = None
@@ -92,6 +98,23 @@ class Task:
             split = self.eval_split
         return input_pipeline.make_input_fn(self.problem, mode, self.data_dir, self.hparams,
                                             config, batching, split=split)
+
+    def divergence_hint(self) -> str:
+        """Advice for a loss that became NaN, beyond the generic (or ""): an image problem
+        of small images (<= SMALL_IMAGE_PX on a side) names the hparams sets made for
+        such images, whose learning rates suit them (ImageNet's sets start at 0.4)."""
+        shape = self.problem_hparams.image_shape or []
+        sides = [d for d in shape[:2] if d]
+        if len(sides) < 2 or max(sides) > SMALL_IMAGE_PX:
+            return ""
+        sets = [name for name in SMALL_IMAGE_SETS.get(self.model_name, SMALL_IMAGE_SETS["resnet"])
+                if name != self.hparams_set]
+        if len(sets) < len(SMALL_IMAGE_SETS.get(self.model_name, ())):
+            return ""  # one of them already diverged: the generic advice applies
+        model = "" if self.model_name in SMALL_IMAGE_SETS else " --model=resnet"
+        chosen = " or ".join(f"--hparams_set={name}" for name in sets)
+        return (f" Its images are small ({sides[0]}x{sides[1]} px): the sets made for "
+                f"28-32 px images train stably on them:{model} {chosen}.")
 
     def is_language_model(self) -> bool:
         """Symbol targets and no inputs: the model predicts the targets from their prefix."""

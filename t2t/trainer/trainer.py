@@ -7,7 +7,8 @@
 
 `Trainer` refuses an incompatible resume before building anything, builds the model
 and optimizer under the strategy's scope, restores the latest checkpoint (or warm
-starts), records the run (run.json, hparams.json) once the restore succeeded, and
+starts), records the run (run.json, hparams.json) once the restore succeeded and the
+data opened, and
 hands the ready objects to a `TrainingLoop`, which runs. Re-running the same command
 resumes from the latest checkpoint.
 """
@@ -30,6 +31,9 @@ from t2t.trainer import runtime as runtime_lib
 from t2t.trainer.checkpointing import RunCheckpoints
 from t2t.trainer.loop import ClusterError, NonFiniteLossError, TrainingLoop
 from t2t.trainer.task import Task
+
+# The schedules that train: their runs record where their data and code are.
+TRAINING_SCHEDULES = ("train", "train_and_evaluate")
 
 __all__ = ["ClusterError", "NonFiniteLossError", "Trainer", "TrainerConfig"]
 
@@ -56,7 +60,8 @@ class Trainer:
             runtime = runtime_lib.start(runtime)
         self.runtime, self.config = runtime, config or TrainerConfig()
         self.output_dir, self.run_info = output_dir, run_info or {}
-        self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split)
+        self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split,
+                         hparams_set=self.run_info.get("hparams_set"))
         self.hooks = hooks_lib.hooks_for(runtime)
         self.batching = self.hooks.batching(self.task.batching())
         self.input_config = runtime.input_config(input_config)
@@ -68,6 +73,12 @@ class Trainer:
         self.checkpoints = self._checkpoints(model, optimizer)
         latest = self._restore()
         iterator = self._train_iterator(latest)
+        # Recorded once the checkpoint restored and the data opened. A resumed run's new
+        # data or code folder is recorded with its first checkpoint: a run that fails
+        # before one (damaged data) leaves run.json as it was.
+        self._record(latest, update_locations=latest is None)
+        if latest is not None and self.config.schedule in TRAINING_SCHEDULES:
+            self.checkpoints.after_save = self._record_locations
         self.loop = TrainingLoop(
             self.task, self.hooks, model, optimizer, learning_rate, self.checkpoints,
             iterator, self.config, output_dir, input_config=self.input_config,
@@ -76,8 +87,14 @@ class Trainer:
     # ------------------------------------------------------------------ assembly
     @property
     def _run_record(self) -> dict[str, Any]:
+        """run.json: what t2t-decoder, t2t-exporter and an evaluation need to find the
+        run's problem, data and code again (run_info adds the binary's flags)."""
+        import t2t
+
         return {"problem": self.task.problem.name, "model": self.task.model_name,
-                **self.run_info}
+                "data_dir": run_dir.absolute_path(self.task.data_dir),
+                "problem_hparams": self.task.problem_hparams.to_dict(),
+                "t2t_version": t2t.__version__, **self.run_info}
 
     def _check_resume(self) -> None:
         """Refuses an incompatible resume before anything is built (nothing is written)."""
@@ -100,18 +117,28 @@ class Trainer:
                               scratch_dir=scratch, keep=self.config.keep_checkpoint_max)
 
     def _restore(self) -> str | None:
-        """Restores the latest checkpoint, or warm-starts; then records the run."""
+        """Restores the latest checkpoint, or warm-starts; returns the checkpoint read."""
         latest = self.checkpoints.latest
         if latest:
             self.checkpoints.restore(latest, self.task.model_name)
             step = int(self.checkpoints.optimizer.iterations.numpy())
-            print(f"Resumed from {latest} at step {step}.", flush=True)
+            print(f"Resumed from {os.path.basename(latest)} at step {step}.", flush=True)
         elif self.config.warm_start_from:
             self.checkpoints.warm_start(self.config.warm_start_from)
+        return latest
+
+    def _record(self, latest: str | None, update_locations: bool) -> None:
+        """Records the run (run.json, hparams.json): the chief, once it is known to work,
+        so a refused run (or one without data) leaves the records as they were."""
         if self.runtime.is_chief:
             run_dir.record_run(self.output_dir, self._run_record, self.task.hparams,
-                               has_checkpoint=latest is not None)
-        return latest
+                               has_checkpoint=latest is not None,
+                               update_locations=update_locations)
+
+    def _record_locations(self) -> None:
+        """After a resumed run's first checkpoint: where its data and code now are."""
+        self.checkpoints.after_save = None
+        self._record(self.checkpoints.latest, update_locations=True)
 
     def _train_iterator(self, latest: str | None) -> Any:
         """The training input, positioned where the checkpoint left it when it can be.
@@ -167,9 +194,6 @@ class Trainer:
         return self.loop.train_and_evaluate()
 
     def evaluate(self) -> dict[str, float]:
-        restored = self.checkpoints.restored
-        if restored is not None:  # no training step: the optimizer's slots stay unread
-            restored.expect_partial()
         return self.loop.evaluate()
 
     def continuous_eval(self, timeout_s: float = 600.0, poll_s: float = 5.0) -> dict[str, float]:

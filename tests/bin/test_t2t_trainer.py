@@ -134,5 +134,8 @@ def test_an_evaluation_takes_the_run_from_its_run_json(tmp_path):
         "p", "m", "hs", "a=1,b=2")
     given = t2t_trainer._from_run_record(experiment("evaluate", hparams_set="other")).task
     assert (given.problem, given.hparams_set, given.hparams) == ("p", "other", "")
-    training = t2t_trainer._from_run_record(experiment("train")).task
-    assert training.problem is None  # a training run names its problem itself
+    resumed = t2t_trainer._from_run_record(experiment("train")).task  # a resume, too
+    assert (resumed.problem, resumed.model, resumed.hparams_set) == ("p", "m", "hs")
+    (tmp_path / "run.json").unlink()
+    new = t2t_trainer._from_run_record(experiment("train")).task
+    assert new.problem is None  # a new run names its problem itself

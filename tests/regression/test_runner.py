@@ -73,7 +73,8 @@ def test_the_readme_quick_start_is_the_measured_reverse_case():
     with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
         line = next(line for line in f if "t2t-trainer --generate_data" in line)
     flags = line.split("t2t-trainer", 1)[1].split()
-    flags = [f for f in flags if f != "--generate_data" and not f.startswith("--output_dir=")]
+    flags = [f for f in flags if f != "--generate_data"
+             and not f.startswith(("--output_dir=", "--data_dir="))]
     assert sorted(flags) == sorted(by_name()["transformer_tiny_reverse"].trainer_args())
 
 

@@ -173,7 +173,7 @@ def _trainer_command(data_dir, output_dir):
 
 
 _STEP_RE = re.compile(r"^step (\d+)/(\d+) loss ([0-9.naif]+)")
-_RESUMED_RE = re.compile(r"^Resumed from (.+)/ckpt-(\d+) at step (\d+)\.")
+_RESUMED_RE = re.compile(r"^Resumed from ckpt-(\d+) at step (\d+)\.")
 
 
 def _parse(stdout: str) -> tuple[int | None, dict[int, str]]:
@@ -181,7 +181,7 @@ def _parse(stdout: str) -> tuple[int | None, dict[int, str]]:
     resumed, losses = None, {}
     for line in stdout.splitlines():
         if match := _RESUMED_RE.match(line):
-            resumed = int(match[3])
+            resumed = int(match[2])
         elif match := _STEP_RE.match(line):
             losses[int(match[1])] = match[3]
     return resumed, losses

@@ -84,11 +84,11 @@ def test_a_checkpoint_moves_between_strategies(data_dir, tmp_path):
     out = tmp_path / "run"
     run(TRAINER + trainer_args(data_dir, out, 10))  # one device
     output = run(TRAINER + trainer_args(data_dir, out, 20, "--cpu_devices=2"))
-    assert "MirroredStrategy, 2 replica(s)" in output and f"Resumed from {out}/ckpt-10 at step 10" in output
+    assert "MirroredStrategy, 2 replica(s)" in output and "Resumed from ckpt-10 at step 10" in output
     output = run(LAUNCH + ["--num_workers=2", "--", "t2t-trainer"] + trainer_args(data_dir, out, 30))
-    assert f"Resumed from {out}/ckpt-20 at step 20" in output
+    assert "Resumed from ckpt-20 at step 20" in output
     output = run(TRAINER + trainer_args(data_dir, out, 40))  # and back to one device
-    assert f"Resumed from {out}/ckpt-30 at step 30" in output
+    assert "Resumed from ckpt-30 at step 30" in output
     assert checkpoint_steps(out)[-4:] == [10, 20, 30, 40]
     assert eval_steps(out) == [10, 20, 30, 40]
 
@@ -127,6 +127,6 @@ def test_a_killed_worker_ends_the_job_and_a_rerun_resumes(data_dir, tmp_path):
     assert kept and kept[-1] < 60
     # The same job started again resumes from the kept checkpoint and finishes.
     output = run(LAUNCH + ["--num_workers=2", "--", "t2t-trainer"] + args)
-    assert f"Resumed from {out}/ckpt-{kept[-1]} at step {kept[-1]}" in output
+    assert f"Resumed from ckpt-{kept[-1]} at step {kept[-1]}" in output
     assert checkpoint_steps(out)[-1] == 60
     assert eval_steps(out)[-1] == 60

@@ -29,6 +29,7 @@ def _loop(in_cluster):
                                       "local_eval_frequency": 10})()
     loop.stop_requested, loop.train_step, loop.iterator = False, None, None
     loop.optimizer = type("Optimizer", (), {"iterations": tf.Variable(20, dtype=tf.int64)})()
+    loop.task = type("Task", (), {"divergence_hint": lambda self: " HINT."})()
     return loop
 
 
@@ -46,4 +47,5 @@ def test_a_non_finite_loss_stops_naming_the_kept_checkpoint():
     with pytest.raises(loop_lib.NonFiniteLossError, match="became nan at step 21") as error:
         _loop(in_cluster=False)._check_finite(21, float("nan"))
     assert "/run/ckpt-20" in str(error.value) and "clip_grad_norm" in str(error.value)
+    assert str(error.value).endswith("float32. HINT.")  # the task's own advice follows
     _loop(in_cluster=False)._check_finite(21, 0.5)  # finite: nothing happens

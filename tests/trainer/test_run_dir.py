@@ -39,3 +39,22 @@ def test_eval_results_round_trip(tmp_path):
     assert run_dir.read_eval_results(str(tmp_path)) == [
         {"step": 10, "accuracy": 0.5}, {"step": 20, "accuracy": 0.75}]
     assert run_dir.read_eval_results(str(tmp_path / "none")) == []
+
+
+def test_a_resume_keeps_the_start_record_and_updates_where_data_and_code_are(tmp_path):
+    out = str(tmp_path)
+    first = {"problem": "p", "model": "m", "hparams_set": "h", "data_dir": "/a/data",
+             "t2t_usr_dir": "/a/code"}
+    run_dir.record_run(out, first, HParams(x=1), has_checkpoint=False)
+    moved = {**first, "hparams_set": "other", "data_dir": "/b/data", "t2t_usr_dir": None}
+    run_dir.record_run(out, moved, HParams(x=1), has_checkpoint=True)
+    recorded = json.loads((tmp_path / "run.json").read_text())
+    assert recorded == {**first, "data_dir": "/b/data"}  # a code dir not given is kept
+    evaluated = {**first, "data_dir": "/c/data"}
+    run_dir.record_run(out, evaluated, HParams(x=1), has_checkpoint=True, update_locations=False)
+    assert json.loads((tmp_path / "run.json").read_text())["data_dir"] == "/b/data"
+
+
+def test_absolute_path_keeps_urls():
+    assert run_dir.absolute_path("gs://bucket/data") == "gs://bucket/data"
+    assert run_dir.absolute_path("rel").startswith("/") and run_dir.absolute_path("rel").endswith("/rel")

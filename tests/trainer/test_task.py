@@ -53,3 +53,29 @@ def test_validation_step_sums_the_problem_metrics(task):
     assert set(names) | {"loss"} <= set(results)
     numerator, denominator = (float(v) for v in results["loss"])
     assert denominator > 0 and numerator > 0
+
+
+@pytest.mark.parametrize("model, shape, expected", [
+    ("resnet", [28, 28, 1], "(28x28 px): the sets made for 28-32 px images train stably on "
+                            "them: --hparams_set=resnet_cifar_15 or --hparams_set=resnet_cifar_32."),
+    ("shake_shake", [32, 32, 3], "--hparams_set=shakeshake_small or --hparams_set=shake_shake_quick."),
+    ("basic_fc_relu", [32, 32, 3], ": --model=resnet --hparams_set=resnet_cifar_15 or "),
+    ("resnet", [224, 224, 3], None),  # ImageNet-sized: the generic advice only
+    ("resnet", None, None),  # not an image problem
+])
+def test_a_divergence_on_small_images_names_the_sets_made_for_them(model, shape, expected):
+    task = task_lib.Task.__new__(task_lib.Task)
+    task.model_name, task.hparams_set = model, "resnet_18"
+    task.problem_hparams = type("ProblemHParams", (), {"image_shape": shape})()
+    hint = task.divergence_hint()
+    if expected is None:
+        assert hint == ""
+    else:
+        assert expected in hint and hint.startswith(" Its images are small")
+
+
+def test_no_small_image_hint_when_such_a_set_diverged():
+    task = task_lib.Task.__new__(task_lib.Task)
+    task.model_name, task.hparams_set = "resnet", "resnet_cifar_15"
+    task.problem_hparams = type("ProblemHParams", (), {"image_shape": [32, 32, 3]})()
+    assert task.divergence_hint() == ""

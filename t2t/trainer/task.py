@@ -41,7 +41,8 @@ from t2t.trainer import optimizers
 # Images this small (px on a side) call for the hparams sets tuned on CIFAR-sized data.
 SMALL_IMAGE_PX = 64
 SMALL_IMAGE_SETS = {"resnet": ("resnet_cifar_15", "resnet_cifar_32"),
-                    "shake_shake": ("shakeshake_small", "shake_shake_quick")}
+                    "shake_shake": ("shakeshake_small", "shake_shake_quick"),
+                    "xception": ("xception_tiny_cpu",)}
 TRAINING_LOSS = "training"  # the key of the loss the model minimizes
 
 

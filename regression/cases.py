@@ -269,6 +269,28 @@ CASES: tuple[Case, ...] = (
               "Needs the dataset-fashion-mnist package.",
     ),
     Case(
+        name="xception_fashion_mnist", problem="image_fashion_mnist", model="xception",
+        hparams_set="xception_tiny_cpu", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy", band=(0.83, 0.92), expected_minutes=4,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 0.8691 at step 2000 in 4.9 "
+                    "min (machine shared with another run); 0.8797 at 2000 in a 3500-step run",
+        data_mirror=FASHION_MNIST_MIRROR,
+        notes="xception_tiny's widths with the full entry flow (28x28 -> 2x2 before the exit "
+              "flow), batch 64: about two epochs. Needs the dataset-fashion-mnist package.",
+    ),
+    Case(
+        name="neural_gpu_reverse", problem="algorithmic_reverse_binary40_test",
+        model="neural_gpu", hparams_set="neural_gpu_tiny", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.95, 1.0), expected_minutes=3,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 1.0 at step 2000 in 1.6 min; "
+                    "1.0 from step 1000 on in a 5000-step run",
+        notes="Lengths 1-10 in training and dev. The Neural GPU's claim, generalization to "
+              "inputs much longer than seen in training, needs a problem whose dev split is "
+              "longer than its train split: not a case yet.",
+    ),
+    Case(
         name="transformer_tiny_reverse_multi_worker", **_REVERSE, train_steps=1000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, strategy="multi_worker_2",
         metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=8,

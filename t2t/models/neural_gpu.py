@@ -34,7 +34,8 @@ Differences from Tensor2Tensor:
     constant loss of log V); here it gets a real output. The loop runs S steps: steps
     past the inputs would be padding steps, which change nothing.
   - The targets are not embedded (T2T embedded them and did not read them): the body
-    needs only their length. The targets' input embedding therefore gets no gradient.
+    needs only their length. The targets' input embedding therefore gets no gradient
+    and is made non-trainable (unless it is shared with the softmax).
   - Decoding uses T2TModel's uncached decode_step, which re-runs the model on a targets
     buffer [B, L]; an output reads no targets, so greedy decoding returns the argmax of
     the model's logits for a state max(S, L) long. L (the decode length) is usually
@@ -127,6 +128,11 @@ class NeuralGPU(t2t_model.T2TModel):
                 f"neural_gpu maps symbol inputs to symbol targets (one output per position), "
                 f"but the problem's modalities are {modality}."
             )
+        targets_modality = self.feature_modalities["targets"]
+        if not targets_modality.share_softmax:
+            # The targets are never embedded: their embedding (kept for checkpoints) takes
+            # no gradient, so it is not trained (and the optimizer does not warn about it).
+            targets_modality.embedding.trainable = False
         kernel = (hp.kernel_height, hp.kernel_width)
         self.cgru_layers = [
             ConvGRU(hp.hidden_size, kernel, hp, name=f"cgru_{i}") for i in range(hp.num_hidden_layers)

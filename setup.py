@@ -27,7 +27,7 @@ setup(
     packages=find_packages(include=["t2t", "t2t.*"]),
     install_requires=CORE_DEPENDENCIES,
     extras_require={
-        "dev": ["pytest>=8", "pytest-timeout", "ruff"],
+        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
         "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots

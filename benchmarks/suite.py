@@ -3,7 +3,8 @@
     python -m benchmarks [--quick] [--only A,B] [--skip A,B] [--history PATH]
                          [--no-history] [--args "NAME=ARGS"]...
 
-Runs training, resnet, input_pipeline, decoding, datagen and distributed in turn in this
+Runs training, resnet, input_pipeline, decoding, datagen, distributed and revnet_memory
+in turn in this
 process (each module's main(argv), with --quick passed through; `--args
 "training=--models transformer_tiny --steps 4"` adds arguments for one benchmark), each
 printing its own table. A benchmark that fails is reported as FAILED in the summary and
@@ -43,7 +44,8 @@ from typing import Any
 
 from benchmarks import history
 
-BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "distributed")
+BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "distributed",
+              "revnet_memory")
 Runner = Callable[[list[str]], Any]
 TRAINER_PATH = "t2t Trainer"  # training.TRAINER (not imported here: it imports TensorFlow)
 BARE_PATH, TORCH_PATH = "bare tf.function", "torch nn.Transformer"
@@ -295,6 +297,18 @@ def distributed_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]
     return figures, notes
 
 
+def revnet_memory_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]]:
+    """Per model ("ratios"): one training step's peak memory at its deeper / shallower
+    depth, and each row's step peak MiB ("rows")."""
+    figures = [Figure("revnet_memory", f"{label}: step peak deep/shallow", ratio,
+                      better="lower") for label, ratio in result["ratios"].items()]
+    figures += [Figure("revnet_memory", f"{r['model']} depth {r['depth']}: step peak",
+                       r["step_peak_mib"], "MiB", "lower") for r in result["rows"]]
+    return figures, [f"{result.get('image')}x{result.get('image')} images, batch "
+                     f"{result.get('batch')}, on {result.get('device')}; revnet's goal: "
+                     "<= 1.2x while the stored variants grow with depth."]
+
+
 def section(name: str, result: dict[str, Any], results: dict[str, Any] | None = None,
             entries: list[dict[str, Any]] | None = None) -> tuple[list[Figure], list[str]]:
     """The (figures, notes) of benchmark `name`'s result. input_pipeline's ratio needs
@@ -303,7 +317,8 @@ def section(name: str, result: dict[str, Any], results: dict[str, Any] | None = 
         return pipeline_figures(result, _consumption(results or {}, entries or []))
     readers = {"training": training_figures, "resnet": resnet_figures,
                "decoding": decoding_figures,
-               "datagen": datagen_figures, "distributed": distributed_figures}
+               "datagen": datagen_figures, "distributed": distributed_figures,
+               "revnet_memory": revnet_memory_figures}
     return readers[name](result)
 
 

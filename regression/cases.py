@@ -246,6 +246,66 @@ CASES: tuple[Case, ...] = (
         notes="The classic baseline: a 2-layer LSTM encoder-decoder with Luong attention.",
     ),
     Case(
+        name="lstm_seq2seq_reverse", problem="algorithmic_reverse_binary40_test",
+        model="lstm_seq2seq", hparams_set="lstm_seq2seq", train_steps=3000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, metric="accuracy_per_sequence",
+        band=(0.90, 1.0), expected_minutes=4,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 1.0 at step 3000 (0.81, 0.96, "
+                    "0.98, 1.0, 0.99 at 500-2500) in 6.8 min beside other work",
+        notes="The plain 2-layer LSTM encoder-decoder (no attention): the whole input "
+              "passes through the encoder's final state.",
+    ),
+    Case(
+        name="lstm_bidirectional_reverse", problem="algorithmic_reverse_binary40_test",
+        model="lstm_seq2seq_bidirectional_encoder", hparams_set="lstm_seq2seq",
+        train_steps=3000, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=5,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 1.0 from step 1000 to 3000 "
+                    "(0.82 at 500) in 12.7 min with the machine heavily shared",
+    ),
+    Case(
+        name="lstm_attention_bidirectional_reverse",
+        problem="algorithmic_reverse_binary40_test",
+        model="lstm_seq2seq_attention_bidirectional_encoder",
+        hparams_set="lstm_luong_attention", train_steps=3000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, metric="accuracy_per_sequence",
+        band=(0.90, 1.0), expected_minutes=5,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 1.0 at every evaluation, "
+                    "steps 500-3000, in 14.9 min with the machine heavily shared",
+    ),
+    Case(
+        name="bytenet_reverse", problem="algorithmic_reverse_binary40_test", model="bytenet",
+        hparams_set="bytenet_tiny", train_steps=2500, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.85, 1.0), expected_minutes=4, export=True,
+        also={"export_parity": (1.0, 1.0)},
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 0.95 at step 2500 (0.80, "
+                    "0.73, 0.97, 0.97 at 500-2000) in 3.5 min beside other work, export "
+                    "parity passed; 0.99 at 2500 in an earlier 3-min run",
+        notes="Dilated causal convolutions over the targets, conditioned on the dilated "
+              "convolutional encoding of the inputs; decoded by t2t-decoder's uncached "
+              "step and exported with the parity gate.",
+    ),
+    Case(
+        name="slicenet_reverse", problem="algorithmic_reverse_binary40_test",
+        model="slicenet", hparams_set="slicenet_tiny_cpu", train_steps=1000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, metric="accuracy_per_sequence",
+        band=(0.90, 1.0), expected_minutes=3, export=True, also={"export_parity": (1.0, 1.0)},
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 1.0 at steps 500 and 1000, "
+                    "export parity passed, 3.2 min beside a test run; 1.0 from step 500 to 2000 "
+                    "in a 2000-step run",
+        notes="Depthwise-separable convolutions with attention to the encoder; "
+              "slicenet_1tiny's weight decay 3.0 and dropout 0.5 do not train here.",
+    ),
+    Case(
+        name="basic_fc_fashion_mnist", problem="image_fashion_mnist", model="basic_fc_relu",
+        hparams_set="basic_fc_small", train_steps=1000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, metric="accuracy", band=(0.82, 0.89),
+        expected_minutes=1, data_mirror=FASHION_MNIST_MIRROR,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 0.8525 at step 1000 (0.839 "
+                    "at 500) in 1.0 min beside other work",
+        notes="Tensor2Tensor's basic_fc_relu: flatten, 2 x dense 256 + ReLU.",
+    ),
+    Case(
         name="resnet_fashion_mnist", problem="image_fashion_mnist", model="resnet",
         hparams_set="resnet_tiny_cpu", train_steps=2000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
@@ -280,6 +340,20 @@ CASES: tuple[Case, ...] = (
               "flow), batch 64: about two epochs. Needs the dataset-fashion-mnist package.",
     ),
     Case(
+        name="revnet_fashion_mnist", problem="image_fashion_mnist", model="revnet",
+        hparams_set="revnet_tiny_cpu", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy", band=(0.87, 0.94), expected_minutes=7, export=True,
+        also={"export_parity": (1.0, 1.0)},
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26): 0.9116 at step 2000 (0.70, "
+                    "0.8688, 0.8987 at 500-1500) in 6.5 min beside other work; export parity "
+                    "passed",
+        data_mirror=FASHION_MNIST_MIRROR,
+        notes="Reversible blocks whose backward pass recomputes activations (custom "
+              "gradient); batch 64, a cosine decay to zero at step 2000. Needs the "
+              "dataset-fashion-mnist package.",
+    ),
+    Case(
         name="neural_gpu_reverse", problem="algorithmic_reverse_binary40_test",
         model="neural_gpu", hparams_set="neural_gpu_tiny", train_steps=2000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
@@ -289,6 +363,33 @@ CASES: tuple[Case, ...] = (
         notes="Lengths 1-10 in training and dev. The Neural GPU's claim, generalization to "
               "inputs much longer than seen in training, needs a problem whose dev split is "
               "longer than its train split: not a case yet.",
+    ),
+    Case(
+        name="neural_gpu_reverse_dev40", problem="algorithmic_reverse_binary10_dev40",
+        model="neural_gpu", hparams_set="neural_gpu_tiny", hparams="dropout=0.1",
+        train_steps=2500, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.80, 1.0), also={"accuracy": (0.99, 1.0)},
+        expected_minutes=3,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26), beside other work: 1.0 at "
+                    "step 2500 in 2.4 min (0.54, 1.0, 1.0, 0.815 at 500-2000); 1.0 from "
+                    "step 2000 on in a 3000-step run; without dropout 0.37 at step 4000",
+        notes="Length generalization: trained on lengths 1-10, evaluated on 200 inputs of "
+              "length 40 only. Dropout 0.1 is T2T's neural_gpu value (neural_gpu_tiny has "
+              "none). The transformer on the same dev set: transformer_tiny_reverse_dev40.",
+    ),
+    Case(
+        name="transformer_tiny_reverse_dev40", problem="algorithmic_reverse_binary10_dev40",
+        model="transformer", hparams_set="transformer_tiny",
+        hparams="learning_rate_warmup_steps=400", train_steps=2000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy", band=(0.05, 0.60), also={"accuracy_per_sequence": (0.0, 0.05)},
+        expected_minutes=6,
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-26), beside other work: accuracy "
+                    "0.3472, accuracy_per_sequence 0.0 at step 2000 in 15.4 min; 0.19 and 0.0 "
+                    "in a second run (11 min)",
+        notes="The Neural GPU's comparison (neural_gpu_reverse_dev40): the same problem, "
+              "the transformer_tiny_reverse recipe. Trained on lengths 1-10 it reverses no "
+              "input of length 40: the band records that it does not generalize in length.",
     ),
     Case(
         name="transformer_tiny_reverse_multi_worker", **_REVERSE, train_steps=1000,

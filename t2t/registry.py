@@ -79,6 +79,19 @@ def _location(obj: Any) -> str:
         return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
 
 
+def _import_package_modules(package_name: str) -> None:
+    """Imports every module of the package and of its subpackages (t2t/models/research/),
+    in name order; a "_"-prefixed module or subpackage is private and not imported."""
+    package = importlib.import_module(package_name)
+    for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if module.name.startswith("_"):
+            continue
+        if module.ispkg:
+            _import_package_modules(f"{package_name}.{module.name}")
+        else:
+            importlib.import_module(f"{package_name}.{module.name}")
+
+
 class Registry:
     """One name -> object table with lazy discovery of the built-in modules."""
 
@@ -125,10 +138,7 @@ class Registry:
         if self._discovered:
             return
         self._discovered = True
-        package = importlib.import_module(self._package)
-        for module in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            if not module.name.startswith("_"):
-                importlib.import_module(f"{self._package}.{module.name}")
+        _import_package_modules(self._package)
         load_plugins()
 
     def get(self, name: str) -> Any:

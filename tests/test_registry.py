@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import subprocess
 import sys
@@ -489,3 +490,22 @@ def test_plugin_entry_point_registers_a_problem(tmp_path):
     assert "REV True" in result.stdout
     assert "LISTED True" in result.stdout
     assert "AGAIN []" in result.stdout
+
+
+def test_discovery_imports_subpackages_but_not_private_names(tmp_path, monkeypatch):
+    root = tmp_path / "zz_t2t_discovery_pkg"
+    files = [
+        "__init__.py", "a.py", "_private.py",
+        "research/__init__.py", "research/b.py", "research/_hidden.py",
+        "_internal/__init__.py", "_internal/c.py",
+    ]
+    for relative in files:
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Each module records its import in a list the test reads back.
+        path.write_text("import builtins\nbuiltins.zz_imported.append(__name__)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(builtins, "zz_imported", [], raising=False)
+    registry.Registry("model", "zz_t2t_discovery_pkg").discover()
+    pkg = "zz_t2t_discovery_pkg"
+    assert builtins.zz_imported == [pkg, f"{pkg}.a", f"{pkg}.research", f"{pkg}.research.b"]

@@ -42,6 +42,8 @@ def transformer_base_v1() -> HParams:
     hp.add_hparam("relu_dropout", 0.0)
     hp.add_hparam("pos", "timing")  # "timing" or "none"
     hp.add_hparam("use_target_space_embedding", True)
+    hp.add_hparam("self_attention_type", "dot_product")  # or "dot_product_relative"
+    hp.add_hparam("max_relative_position", 0)  # its clipping distance (transformer_relative: 20)
     return hp
 
 

@@ -13,6 +13,7 @@ batch; the training loss is their ratio, computed by the trainer over all replic
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import tensorflow as tf
@@ -146,10 +147,7 @@ class T2TModel(common.Layer):
 
         previous_ids [B] is the token chosen at index - 1; it is written into the buffer
         first. Positions after `index` hold zeros, which a causal model never reads."""
-        targets = state["targets"]
-        at = tf.cast(tf.equal(tf.range(tf.shape(targets)[1]), index - 1), targets.dtype)[None, :]
-        targets = targets * (1 - at) + previous_ids[:, None] * at
-        state = {**state, "targets": targets}
+        state = {**state, "targets": write_previous_ids(state["targets"], previous_ids, index)}
         logits, _ = self(state, training=False)
         return tf.gather(tf.cast(logits, tf.float32), index, axis=1), state
 
@@ -158,6 +156,13 @@ class T2TModel(common.Layer):
 
     def decode_step_cached(self, previous_ids, index, state):
         raise NotImplementedError(f"{type(self).__name__} has no cached decoder.")
+
+
+def write_previous_ids(targets: tf.Tensor, previous_ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """The targets buffer [B, L] with previous_ids [B] written at position index - 1
+    (nothing is written at index 0)."""
+    at = tf.cast(tf.equal(tf.range(tf.shape(targets)[1]), index - 1), targets.dtype)[None, :]
+    return targets * (1 - at) + tf.cast(previous_ids, targets.dtype)[:, None] * at
 
 
 def decode_batch_size(features: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -213,7 +218,9 @@ def create_model(
         missing = getattr(e, "hparam_name", None)
         if missing is None:
             raise
-        sets = _hparams_with(missing)
+        # The sets named most like the model first (lstm_* for lstm_seq2seq_attention).
+        sets = sorted(_hparams_with(missing),
+                      key=lambda name: (-len(os.path.commonprefix([name, model_name])), name))
         hint = f" Sets that have it: {', '.join(sets[:8])}." if sets else ""
         raise HParamsError(
             f"Model {model_name!r} reads hparam {missing!r}, which these hparams do not "

@@ -7,6 +7,8 @@ Three shapes from one class, chosen by the problem's features:
 Layer pre/post-processing follows hparams.layer_preprocess_sequence / _postprocess_
 ("n" / "da" in the transformer sets: pre-norm). Packed examples (features
 "<name>_segmentation" / "<name>_position") attend only within their own segment.
+hparams.self_attention_type "dot_product_relative" (transformer_relative sets) uses
+relative position self-attention (t2t.layers.relative_attention), cached decoding included.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
-from t2t.layers import attention, common, feed_forward, positional
+from t2t.layers import attention, common, feed_forward, positional, relative_attention
 from t2t.models import t2t_model
 from t2t.models.step_interface import ANCESTRY, SLOTS
 
@@ -46,16 +48,29 @@ class _Sublayer(common.Layer):
         return out if cache is None else (out, cache)
 
 
-def _attention(hparams: Any, name: str) -> attention.MultiHeadAttention:
-    return attention.MultiHeadAttention(
-        hparams.hidden_size,
-        hparams.num_heads,
+SELF_ATTENTION_TYPES = ("dot_product", "dot_product_relative")  # hparams.self_attention_type
+
+
+def _attention(hparams: Any, name: str, kind: str = "dot_product") -> attention.MultiHeadAttention:
+    args = dict(
+        hidden_size=hparams.hidden_size,
+        num_heads=hparams.num_heads,
         dropout=hparams.attention_dropout,
         kernel_initializer=common.initializer(hparams),
         key_channels=hparams.attention_key_channels,
         value_channels=hparams.attention_value_channels,
         name=name,
     )
+    if kind == "dot_product":
+        return attention.MultiHeadAttention(**args)
+    if kind == "dot_product_relative":  # Shaw et al. (2018), T2T's transformer_relative
+        return relative_attention.RelativeMultiHeadAttention(
+            max_relative_position=hparams.max_relative_position, **args)
+    raise ValueError(f"Unknown self_attention_type {kind!r}: use one of {SELF_ATTENTION_TYPES}.")
+
+
+def _self_attention(hparams: Any) -> attention.MultiHeadAttention:
+    return _attention(hparams, "self_attention", hparams.get("self_attention_type", "dot_product"))
 
 
 def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
@@ -70,7 +85,7 @@ def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
 class EncoderLayer(common.Layer):
     def __init__(self, hparams: Any, name: str):
         super().__init__(name=name)
-        self.self_attention = _Sublayer(_attention(hparams, "self_attention"), hparams, "self_attention")
+        self.self_attention = _Sublayer(_self_attention(hparams), hparams, "self_attention")
         self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
 
     def call(self, x, bias, training=None):
@@ -81,7 +96,7 @@ class EncoderLayer(common.Layer):
 class DecoderLayer(common.Layer):
     def __init__(self, hparams: Any, has_encoder: bool, name: str):
         super().__init__(name=name)
-        self.self_attention = _Sublayer(_attention(hparams, "self_attention"), hparams, "self_attention")
+        self.self_attention = _Sublayer(_self_attention(hparams), hparams, "self_attention")
         self.encdec_attention = (
             _Sublayer(_attention(hparams, "encdec_attention"), hparams, "encdec_attention")
             if has_encoder else None

@@ -25,6 +25,9 @@ class AlgorithmicProblem(problem.Problem):
     num_symbols: int = 2
     train_length: int = 40  # longest training sequence
     dev_length: int = 400  # longest dev sequence (tests length generalization)
+    # Shortest dev input: above train_length, the dev split holds only lengths never
+    # seen in training, so its accuracy measures length generalization alone.
+    dev_min_length: int = 1
     train_size: int = 100_000
     dev_size: int = 10_000
     train_shards: int = 10
@@ -48,12 +51,27 @@ class AlgorithmicProblem(problem.Problem):
         # so shards finished by an interrupted run stay consistent with the new ones.
         seed = [_SPLIT_SEEDS.get(split, 3), *self.dataset_filename().encode()]
         rng = np.random.default_rng(seed)
-        length = self.train_length if split == problem.TRAIN_SPLIT else self.dev_length
-        for case in self.generator(self.num_symbols, length, self.num_examples(split), rng):
+        for case in self._cases(split, rng):
             yield {
                 key: [int(s) + text_encoder.NUM_RESERVED_TOKENS for s in symbols] + [text_encoder.EOS_ID]
                 for key, symbols in case.items()
             }
+
+    def _cases(self, split: str, rng: np.random.Generator) -> Iterator[dict[str, list[int]]]:
+        """The split's num_examples cases; dev inputs shorter than dev_min_length are
+        dropped and replaced by further draws (with dev_min_length 1 nothing is)."""
+        train = split == problem.TRAIN_SPLIT
+        max_length = self.train_length if train else self.dev_length
+        min_length = 1 if train else self.dev_min_length
+        if min_length > max_length:
+            raise ValueError(f"{self.name}: dev_min_length {min_length} exceeds dev_length "
+                             f"{max_length}.")
+        wanted = self.num_examples(split)
+        while wanted > 0:
+            for case in self.generator(self.num_symbols, max_length, wanted, rng):
+                if len(case["inputs"]) >= min_length and wanted > 0:
+                    wanted -= 1
+                    yield case
 
     def build_encoders(self, data_dir: str | None) -> dict[str, Any]:
         encoder = text_encoder.TokenTextEncoder([str(i) for i in range(self.num_symbols)])
@@ -141,6 +159,23 @@ class AlgorithmicReverseBinary40Test(_SmallTestSizes, AlgorithmicReverseBinary40
 
     1,000 training examples of length 1..10: a model trained on it has never seen a
     longer input, and reverses one wrongly (the full problem trains lengths 1..40)."""
+
+
+@registry.register_problem
+class AlgorithmicReverseBinary10Dev40(AlgorithmicReverseBinary40):
+    """Length generalization: reverse binary sequences of length 1..10 in training and of
+    length exactly 40 in dev (4x the longest input a model has seen).
+
+    A t2t addition (Tensor2Tensor's algorithmic problems evaluate on dev lengths up to
+    10x the training length, at sizes a CPU cannot train): 10,000 training and 200 dev
+    examples, one training shard."""
+
+    train_length = 10
+    dev_length = 40
+    dev_min_length = 40
+    train_size = 10_000
+    dev_size = 200
+    train_shards = 1
 
 
 @registry.register_problem

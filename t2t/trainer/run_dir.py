@@ -38,6 +38,13 @@ STRUCTURAL_HPARAMS = frozenset({
     "attention_layer_size", "attention_mechanism", "output_attention",
     "use_target_space_embedding", "optimizer", "kernel_height", "kernel_width",
     "shake_shake_num_branches", "weight_dtype",
+    # revnet, bytenet, slicenet and the research models
+    "num_channels", "num_layers_per_block", "num_channels_init_block", "bottleneck",
+    "strides", "dim", "init_kernel_size", "init_maxpool", "init_stride",
+    "num_block_repeat", "dilation_scheme", "kernel_scheme", "separability",
+    "large_kernel_size", "attention_type", "self_attention_type", "max_relative_position",
+    "layer_types", "default_att", "default_ff", "moe_num_experts", "moe_hidden_sizes",
+    "recurrence_type", "add_step_timing_signal", "step_timing_signal_type",
 })
 
 

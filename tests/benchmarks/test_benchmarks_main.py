@@ -78,6 +78,14 @@ DISTRIBUTED = {"configs": {
     "mirrored_2": {"steps_per_s": 4.0, "step_ms": 250.0, "examples_per_s": 800.0},
 }}
 
+REVNET_MEMORY = {
+    "rows": [{"model": "revnet", "depth": 38, "step_peak_mib": 125.0},
+             {"model": "revnet", "depth": 110, "step_peak_mib": 121.0},
+             {"model": "resnet", "depth": 32, "step_peak_mib": 339.0},
+             {"model": "resnet", "depth": 110, "step_peak_mib": 1088.0}],
+    "ratios": {"revnet": 0.97, "resnet": 3.21}, "image": 32, "batch": 64, "device": "CPU:0",
+}
+
 
 @pytest.fixture
 def fakes(monkeypatch):
@@ -86,7 +94,7 @@ def fakes(monkeypatch):
     calls = []
     results = {"training": training_result(), "resnet": RESNET, "input_pipeline": PIPELINE,
                "decoding": DECODING,
-               "datagen": DATAGEN, "distributed": DISTRIBUTED}
+               "datagen": DATAGEN, "distributed": DISTRIBUTED, "revnet_memory": REVNET_MEMORY}
     for name, result in results.items():
         def fake(argv, name=name, result=result):
             calls.append((name, argv))
@@ -124,7 +132,8 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
         "greedy length 128: cached/uncached speed-up", "6.000x", "beam4: cached ms/token "
         "length 128/32", "peak memory 10N/N", "1.010x", "examples/s 10N/N", "1.100x",
         "mirrored_2: examples/s vs one_device", "0.800x", "mirrored_2: step time vs one_device",
-        "2.500x",
+        "2.500x", "revnet: step peak deep/shallow", "0.970x", "resnet: step peak deep/shallow",
+        "3.210x", "revnet depth 110: step peak",
     ]:
         assert text in summary, text
     assert "Change vs the previous run" not in out  # there was none
@@ -184,7 +193,8 @@ def test_failing_benchmark_is_reported_and_the_others_still_run(fakes, monkeypat
     monkeypatch.setitem(suite.RUNNERS, "datagen", lambda argv: sys.exit(3))
     path = tmp_path / "history.jsonl"
     assert suite.main(["--quick", "--history", str(path)]) == 1
-    assert [name for name, _ in fakes] == ["training", "resnet", "input_pipeline", "distributed"]
+    assert [name for name, _ in fakes] == ["training", "resnet", "input_pipeline", "distributed",
+                                         "revnet_memory"]
     captured = capsys.readouterr()
     summary = captured.out[captured.out.index("Summary"):]
     assert "decoding" in summary and "FAILED: RuntimeError: decoder exploded" in summary

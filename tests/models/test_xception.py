@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import keras
 import numpy as np
 import pytest
@@ -22,6 +18,12 @@ from tests.helpers.image_models import (
     random_batch,
     stripes,
     with_overrides,
+)
+from tests.helpers.model_checks import (
+    assert_xla_forward_matches_eager,
+    mirrored_step_result,
+    mirrored_step_script,
+    mixed_bfloat16,  # noqa: F401
 )
 
 
@@ -158,14 +160,7 @@ def test_loss_falls_on_a_tiny_fixed_batch():
 
 def test_xla_forward_matches_eager():
     model = xception.Xception(tiny_hparams(), "eval", image_problem([12, 12, 1]))
-    features = random_batch(2, [12, 12, 1])
-    eager = model(features)[0]
-
-    @tf.function(jit_compile=True)
-    def forward(features):
-        return model(features, training=False)[0]
-
-    np.testing.assert_allclose(forward(features).numpy(), eager.numpy(), atol=1e-4)
+    assert_xla_forward_matches_eager(model, random_batch(2, [12, 12, 1]))
 
 
 def test_infer_returns_a_class():
@@ -175,16 +170,8 @@ def test_infer_returns_a_class():
     assert out["scores"].shape == (3,)
 
 
-@pytest.fixture
-def mixed_bfloat16():
-    keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_global_policy("float32")
-
-
-def test_mixed_bfloat16_forward_gives_float32_logits(mixed_bfloat16):
+@pytest.mark.usefixtures("mixed_bfloat16")
+def test_mixed_bfloat16_forward_gives_float32_logits():
     model = xception.Xception(tiny_hparams(), "train", image_problem([28, 28, 1]))
     features = random_batch(2, [28, 28, 1])
     logits, losses = model(features, training=True)
@@ -195,48 +182,20 @@ def test_mixed_bfloat16_forward_gives_float32_logits(mixed_bfloat16):
     assert np.isfinite(float(losses["training"][0]))
 
 
-_MIRRORED_STEP = textwrap.dedent("""
-    import numpy as np, tensorflow as tf, keras
-    from t2t.trainer import strategy as s
-    strategy = s.create_strategy(s.StrategyConfig(cpu_devices=2))
+_MIRRORED_STEP = mirrored_step_script(
+    """
     from t2t.hparams import xception as xh
     from t2t.models import xception
     from tests.helpers.image_models import image_problem, random_batch
     features = random_batch(4, [12, 12, 1])
-    with strategy.scope():
-        model = xception.Xception(xh.xception_tiny_cpu(), "train", image_problem([12, 12, 1]))
-        model.build_for(features)
-        optimizer = keras.optimizers.Adam(1e-2)
-        optimizer.build(model.trainable_variables)
-    before = [v.numpy().copy() for v in model.trainable_variables]
-
-    def replica_step(features):
-        with tf.GradientTape() as tape:
-            numerator, _ = model(features, training=True)[1]["training"]
-            loss = numerator / 4.0  # the global batch
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    dataset = tf.data.Dataset.from_tensor_slices(features).batch(4)
-    batch = next(iter(strategy.experimental_distribute_dataset(dataset)))
-    losses = strategy.run(tf.function(replica_step), args=(batch,))
-    loss = float(strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None))
-    changed = sum(not np.allclose(b, v.numpy()) for b, v in zip(before, model.trainable_variables))
-    replicas = [strategy.experimental_local_results(v.value) for v in model.trainable_variables]
-    same = all(np.array_equal(r[0].numpy(), r[1].numpy()) for r in replicas)
-    total = len(before)
-    print("RESULT", strategy.num_replicas_in_sync, np.isfinite(loss), changed, total, same)
-    import os; os._exit(0)
-""")
+    """,
+    {"xception": 'xception.Xception(xh.xception_tiny_cpu(), "train", image_problem([12, 12, 1]))'},
+    loss='losses["training"][0] / 4.0',  # the global batch
+)
 
 
 def test_one_training_step_under_mirrored_strategy_on_two_cpus():
-    out = subprocess.run(
-        [sys.executable, "-c", _MIRRORED_STEP], capture_output=True, text=True, timeout=180
-    )
-    lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
-    assert lines, out.stderr[-3000:]
-    _, replicas, finite, changed, total, same = lines[0].split()
-    assert (replicas, finite, same) == ("2", "True", "True")
-    assert changed == total == "88"  # every weight moved (the label embedding is never built)
+    result = mirrored_step_result(_MIRRORED_STEP)["xception"]
+    assert (result["replicas"], result["finite"], result["same"]) == (2, True, True)
+    # Every weight moved (the label embedding is never built).
+    assert result["changed"] == result["total"] == 88

@@ -84,3 +84,23 @@ def test_small_arithmetic_variant():
     prob = registry.problem("algorithmic_addition_binary40_test")
     assert isinstance(prob, algorithmic.AlgorithmicAdditionBinary40)
     assert prob.train_length == 10 and prob.train_shards == 1
+
+
+def test_length_generalization_variant_evaluates_only_at_4x_the_training_length():
+    prob = registry.problem("algorithmic_reverse_binary10_dev40")
+    train = list(prob.generate_examples("", "", problem.TRAIN_SPLIT))
+    dev = list(prob.generate_examples("", "", problem.DEV_SPLIT))
+    assert (len(train), len(dev)) == (10_000, 200)
+    # Every sequence ends with EOS, which is not a symbol.
+    assert max(len(ex["inputs"]) - 1 for ex in train) == 10
+    assert {len(ex["inputs"]) - 1 for ex in dev} == {40}
+    assert all(ex["targets"][:-1] == ex["inputs"][-2::-1] for ex in dev)
+    assert dev == list(prob.generate_examples("", "", problem.DEV_SPLIT))  # deterministic
+
+
+def test_dev_min_length_above_dev_length_is_refused():
+    class Broken(algorithmic.AlgorithmicReverseBinary40):
+        dev_min_length = 500
+
+    with pytest.raises(ValueError, match="dev_min_length 500 exceeds dev_length 400"):
+        next(Broken().generate_examples("", "", problem.DEV_SPLIT))

@@ -21,6 +21,8 @@ RANGED_SETS = {
     "lstm_seq2seq_range": "lstm_seq2seq",
     "resnet_range": "resnet_50",
     "shake_shake_range": "shakeshake_small",
+    "revnet_range": "revnet_110_cifar",
+    "slicenet1": "slicenet_params1",
 }
 
 

@@ -1,0 +1,1 @@
+"""Hyperparameter sets of the research models (t2t/models/research/)."""

@@ -67,6 +67,9 @@ class AlgorithmicProblem(problem.Problem):
             raise ValueError(f"{self.name}: dev_min_length {min_length} exceeds dev_length "
                              f"{max_length}.")
         wanted = self.num_examples(split)
+        if min_length <= 1:  # every case is kept (language-model variants have no inputs)
+            yield from self.generator(self.num_symbols, max_length, wanted, rng)
+            return
         while wanted > 0:
             for case in self.generator(self.num_symbols, max_length, wanted, rng):
                 if len(case["inputs"]) >= min_length and wanted > 0:

@@ -93,7 +93,10 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
     if has_checkpoint and os.path.exists(hparams_path):
         previous_hp = HParams(**_read_json(hparams_path))
         diff = previous_hp.diff(hparams)
-        structural = {k: v for k, v in diff.items() if k in STRUCTURAL_HPARAMS}
+        # A structural hparam the run's hparams.json lacks was added to t2t after the run
+        # started; its default keeps the model the run built, so only a warning follows.
+        structural = {k: v for k, v in diff.items()
+                      if k in STRUCTURAL_HPARAMS and k in previous_hp}
         if structural:
             changes = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(structural.items()))
             raise IncompatibleRunError(

@@ -25,6 +25,19 @@ def test_first_run_records_then_checks(tmp_path):
                                  has_checkpoint=True)
 
 
+def test_a_structural_hparam_newer_than_the_run_only_warns(tmp_path):
+    # A run from before t2t added self_attention_type resumes with its default.
+    run = {"problem": "p", "model": "m"}
+    run_dir.check_and_record(str(tmp_path), run, HParams(hidden_size=8), has_checkpoint=False)
+    newer = HParams(hidden_size=8, self_attention_type="dot_product")
+    assert run_dir.check_and_record(str(tmp_path), run, newer, has_checkpoint=True) == [
+        "hparam self_attention_type is new since the run started (not in its hparams.json): "
+        "'dot_product'"]
+    relative = HParams(hidden_size=8, self_attention_type="dot_product_relative")
+    with pytest.raises(run_dir.IncompatibleRunError, match="self_attention_type"):
+        run_dir.check_and_record(str(tmp_path), run, relative, has_checkpoint=True)
+
+
 def test_without_checkpoint_anything_goes(tmp_path):
     run_dir.check_and_record(str(tmp_path), {"problem": "p", "model": "m"}, HParams(hidden_size=8),
                              has_checkpoint=False)

@@ -28,6 +28,7 @@ setup(
     install_requires=CORE_DEPENDENCIES,
     extras_require={
         "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
+        "profile": ["tensorboard-plugin-profile"],  # TensorBoard's view of --profile_steps traces
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
         "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots

@@ -1,4 +1,5 @@
-"""`python -m benchmarks [--quick]`: every benchmark in one run (see benchmarks/suite.py)."""
+"""`python -m benchmarks [--quick]`: every benchmark in one run (see benchmarks/suite.py);
+`python -m benchmarks compare [A] [B]`: two history entries compared (benchmarks/compare.py)."""
 
 import sys
 

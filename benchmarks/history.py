@@ -1,16 +1,20 @@
 """The benchmark history: one JSON line per `python -m benchmarks` run.
 
-Each line: timestamp (UTC, ISO 8601), git commit and dirty flag, host (CPU model and
-count), versions (Python, TensorFlow, Keras, torch, NumPy), the quick flag, every
-benchmark's figures (or its error) and the run's key figures (ratios and a few
-throughputs, as the summary printed them). `previous_entry` finds the latest earlier run
-with the same quick flag and `compare` sets the key figures side by side, so that a
-slowdown between commits shows.
+Each line: timestamp (UTC, ISO 8601), git commit, dirty flag and a hash of the
+uncommitted diff (so that two runs of the same code can be recognized), host (CPU model
+and count), versions (Python, TensorFlow, Keras, torch, NumPy), the quick flag, the load
+average at the start and end of the run, every benchmark's figures (or its error), the
+run's key figures (ratios and a few throughputs, as the summary printed them) and each key
+figure's unit and better direction ("key_figure_info"). `previous_entry` finds the latest
+earlier run with the same quick flag and `compare` sets the key figures side by side, so
+that a slowdown between commits shows; benchmarks/compare.py compares two entries against
+the noise seen between repeated runs.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -49,7 +53,9 @@ def to_jsonable(value: Any) -> Any:
 
 
 def git_commit(root: str = ROOT) -> dict[str, Any]:
-    """{"commit": short hash or None, "dirty": tracked files changed (None if unknown)}."""
+    """{"commit": short hash or None, "dirty": tracked files changed (None if unknown),
+    "diff": first 12 hex digits of the SHA-256 of `git diff HEAD` when dirty (None when
+    clean or unknown)}: two entries with the same commit and diff ran the same code."""
 
     def git(*args: str) -> str | None:
         try:
@@ -61,7 +67,18 @@ def git_commit(root: str = ROOT) -> dict[str, Any]:
 
     commit = git("rev-parse", "--short", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+    dirty = None if status is None else bool(status)
+    diff = git("diff", "HEAD", "--binary") if dirty else None
+    digest = hashlib.sha256(diff.encode()).hexdigest()[:12] if diff is not None else None
+    return {"commit": commit, "dirty": dirty, "diff": digest}
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages (os.getloadavg), None where unavailable."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):  # not on Unix
+        return None
 
 
 def cpu_model() -> str:
@@ -158,6 +175,24 @@ def describe(entry: Mapping[str, Any]) -> str:
     dirty = "+dirty" if git.get("dirty") else ""
     return (f"{entry.get('timestamp', '?')}, commit {commit}{dirty}, "
             f"{host.get('cpu_model', '?')} x {host.get('cpus', '?')}")
+
+
+def host_key(entry: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(CPU model, logical CPUs) of an entry: runs with the same key ran on the same kind
+    of machine (hostnames change from one container to the next, so they are not used)."""
+    host = entry.get("host") or {}
+    return host.get("cpu_model"), host.get("cpus")
+
+
+def code_key(entry: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """(commit, diff hash) of an entry, None when its code is not known exactly (no
+    commit, or a dirty tree recorded without a diff hash by an older version)."""
+    git = entry.get("git") or {}
+    if not git.get("commit") or git.get("dirty") is None:
+        return None
+    if git["dirty"] and not git.get("diff"):
+        return None
+    return git["commit"], git.get("diff") if git["dirty"] else None
 
 
 def compare(now: Mapping[str, float | None],

@@ -2,6 +2,7 @@
 
     python -m benchmarks [--quick] [--only A,B] [--skip A,B] [--history PATH]
                          [--no-history] [--args "NAME=ARGS"]...
+    python -m benchmarks compare [A] [B] [--history PATH] [--list]
 
 Runs training, resnet, input_pipeline, decoding, datagen, distributed and revnet_memory
 in turn in this
@@ -18,9 +19,11 @@ transformer_tiny (training's rows, the faster precision: the most demanding cons
 from this run, else from the latest history entry that has it.
 
 Each run appends one JSON line to the history (benchmarks/history.jsonl by default; see
-benchmarks/history.py), and the summary ends with each key figure's change since the
-latest earlier entry with the same --quick flag (benchmarks run with other --args then
-are left out; a change over 10% in the worse direction is marked WORSE).
+benchmarks/history.py; with the load average at the start and end of the run), and the
+summary ends with each key figure's change since the latest earlier entry with the same
+--quick flag (benchmarks run with other --args then are left out; a change over 10% in
+the worse direction is marked WORSE). `compare` sets two history entries side by side and
+flags the regressions beyond the noise measured between repeated runs (benchmarks/compare.py).
 
 The decoding benchmark sets TF_ENABLE_ONEDNN_OPTS before TensorFlow is first imported,
 which in one process the earlier benchmarks have done; the suite therefore sets it to 1
@@ -341,8 +344,10 @@ def _names(value: str | None, option: str, parser: argparse.ArgumentParser) -> l
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0],
+        epilog="python -m benchmarks compare [A] [B]: the key figures of two history entries "
+               "side by side, regressions beyond the noise flagged (compare --help).")
     parser.add_argument("--quick", action="store_true", help="every benchmark's --quick")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     parser.add_argument("--skip", help="comma-separated benchmarks not to run")
@@ -474,7 +479,7 @@ def run(selected: list[str], quick: bool = False, extra: dict[str, list[str]] | 
     extra = extra or {}
     entries = history.read(history_path) if history_path else []
     runs: dict[str, dict[str, Any]] = {}
-    start = time.perf_counter()
+    start, load_start = time.perf_counter(), history.load_average()
     for i, name in enumerate(selected, 1):
         bench_argv = benchmark_argv(name, quick, extra.get(name, []))
         print(f"\n{'=' * 78}\n[{i}/{len(selected)}] python -m benchmarks.{name} "
@@ -502,6 +507,8 @@ def run(selected: list[str], quick: bool = False, extra: dict[str, list[str]] | 
         quick, runs, {f.key: f.value for f in figures},
         argv=argv, selected=selected, failed=failed, summary_errors=summary_errors,
         total_seconds=time.perf_counter() - start,
+        load={"start": load_start, "end": history.load_average()},  # explains noise
+        key_figure_info={f.key: {"unit": f.unit, "better": f.better} for f in figures},
     )
     if history_path:
         history.append(history_path, entry)
@@ -512,8 +519,13 @@ def run(selected: list[str], quick: bool = False, extra: dict[str, list[str]] | 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line; returns the exit status (1 if a benchmark failed)."""
+    """Command line; returns the exit status (1 if a benchmark failed). `compare ...` is
+    benchmarks/compare.py's command line (0: no regression, 1: one flagged, 2: usage)."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["compare"]:
+        from benchmarks import compare
+
+        return compare.main(argv[1:])
     args = parse_args(argv)
     outcome = run(args.selected, args.quick, args.extra,
                   None if args.no_history else args.history, argv)

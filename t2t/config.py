@@ -103,6 +103,17 @@ class TrainerConfig:
                                     "at each evaluation.", flag=False)
     checkpoint_iterator: bool = setting(True, "Save the input position with the checkpoints "
                                         "(exact resume, one device).", flag=False)
+    profile_steps: str = setting("", "Capture a TensorFlow profiler trace of steps START,END "
+                                 "(e.g. '10,15') into the run's TensorBoard log directory "
+                                 "(OUTPUT_DIR/train/plugins/profile; view it with TensorBoard's "
+                                 "profile plugin: pip install 't2t[profile]'). The chief only.")
+    overfit_batches: int = setting(0, "Debugging: train on the first N batches only, repeated, "
+                                   "and report whether the training loss goes near zero (the "
+                                   "first check when a model does not learn). 0: off.")
+    layer_summaries: bool = setting(True, "TensorBoard: parameter and gradient norms per "
+                                    "top-level layer and the update/parameter ratio at each "
+                                    "logging step (one copy of the weights on those steps).",
+                                    flag=False)
 
 
 # ---------------------------------------------------------------- the runtime
@@ -140,6 +151,14 @@ class RuntimeConfig:
     deterministic: bool = setting(False, "Repeatable run: op determinism, fixed seeds, "
                                   "ordered input (slower).")
     random_seed: int | None = setting(None, "Seed of weights, dropout and data order.")
+    check_numerics: bool = setting(False, "Debugging: stop at the first NaN or Inf any op "
+                                   "produces, naming the op and its layer (TensorFlow's "
+                                   "numerics checking; slower). Nothing is saved from that "
+                                   "step.")
+    gpu_memory_growth: bool = setting(True, "GPUs: allocate memory as needed instead of all of "
+                                      "it at start-up, so that jobs can share a GPU.")
+    gpu_memory_limit_mb: int = setting(0, "GPUs: use at most this many MiB of each GPU (0: no "
+                                       "limit). Replaces memory growth when set.")
 
 
 @gin.configurable

@@ -11,6 +11,7 @@ from absl import flags
 
 from t2t import config
 from t2t.bin import config_flags
+from t2t.bin.t2t_flag_compat import accept_shared_flags  # noqa: F401  (for the binaries)
 
 FLAGS = flags.FLAGS
 

@@ -20,11 +20,14 @@ from collections.abc import Callable
 
 from absl import app, flags
 
+from t2t.utils import optional_deps
+
 FLAGS = flags.FLAGS
 
 # --help, -help, --helpshort, -h, -? (and --help=true ...): t2t's help. --helpfull is absl's.
 HELP_ARG = re.compile(r"^(--?help(short)?(=(true|t|1|yes))?|-h|-\?)$", re.IGNORECASE)
 GENERAL = "General"
+COMPAT_MODULE = "t2t.bin.t2t_flag_compat"
 OTHER = "Options"
 
 # Groups of the flags generated from the config tree (t2t.config), by config class.
@@ -85,10 +88,11 @@ def _is_own_module(module: str) -> bool:
 
 
 def _own_flags() -> list[flags.Flag]:
-    """The flags t2t's modules define in this process, plus absl's --verbosity."""
+    """The flags t2t's modules define in this process, plus absl's --verbosity (not the
+    shared flags a binary accepts and ignores: t2t.bin.t2t_flag_compat's)."""
     seen, own = set(), []
     for module, module_flags in FLAGS.flags_by_module_dict().items():
-        if not _is_own_module(module):
+        if not _is_own_module(module) or module == COMPAT_MODULE:
             continue
         for flag in module_flags:
             if flag.name not in seen:
@@ -167,18 +171,40 @@ def help_text(doc: str | None, program: str | None = None, width: int | None = N
 
 
 def _parse_flags(doc: str | None, argv: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
-    """absl's flag parsing, with t2t's --help first."""
+    """absl's flag parsing, with t2t's --help first, and the shared flags the binary
+    accepts (t2t_flag_compat) defined before and noted after."""
+    from t2t.bin import t2t_flag_compat
+
     for arg in argv[1:]:
         if arg == "--":
             break
         if HELP_ARG.match(arg):
             sys.stdout.write(help_text(doc, argv[0], hidden=hidden))
             sys.exit(0)
-    return app.parse_flags_with_usage(argv)
+    t2t_flag_compat.before_parse(hidden)
+    rest = app.parse_flags_with_usage(argv)
+    t2t_flag_compat.after_parse()
+    return rest
+
+
+def _without_traceback(main: Callable[[list[str]], None]) -> Callable[[list[str]], None]:
+    """`main`, a missing optional dependency printed as one error line (exit status 1)."""
+
+    @functools.wraps(main)
+    def wrapped(argv: list[str]) -> None:
+        try:
+            main(argv)
+        except optional_deps.MissingDependencyError as e:
+            sys.stderr.write(f"error: {e}\n")
+            sys.exit(1)
+
+    return wrapped
 
 
 def run(main: Callable[[list[str]], None], doc: str | None,
         argv: list[str] | None = None, hidden: tuple[str, ...] = ()) -> None:
     """`absl.app.run(main)` with t2t's --help (the binary's docstring is `doc`; `hidden`:
-    flags defined in the process that the binary does not use)."""
-    app.run(main, argv=argv, flags_parser=functools.partial(_parse_flags, doc, hidden=hidden))
+    flags defined in the process that the binary does not use); a missing optional
+    dependency ends in one `error:` line, not a traceback."""
+    app.run(_without_traceback(main), argv=argv,
+            flags_parser=functools.partial(_parse_flags, doc, hidden=hidden))

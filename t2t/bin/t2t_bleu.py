@@ -47,6 +47,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
+    common_flags.accept_shared_flags("t2t-bleu")
     flag_help.run(main, __doc__, hidden=common_flags.SETUP_FLAGS)
 
 

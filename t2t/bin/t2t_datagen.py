@@ -27,7 +27,8 @@ config_flags.define(config.TaskConfig, only=("problem", "data_dir"), help={
 })
 config_flags.define(config.DataConfig, only=("tmp_dir", "num_shards", "max_cases", "progress"))
 flags.DEFINE_bool("inspect", False, "Do not generate: show decoded examples, length "
-                  "statistics and label balance of the prepared data.")
+                  "statistics and label balance of the prepared data, and how many dev "
+                  "examples also occur in train.")
 flags.DEFINE_string("inspect_split", "train", "Split to inspect: train, dev or test.")
 flags.DEFINE_integer("inspect_examples", 5, "Examples to show with --inspect.")
 flags.DEFINE_integer("inspect_max_records", 100_000, "Records to read for --inspect statistics.")
@@ -61,6 +62,11 @@ def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
     for split, s in summaries.items():
         print(f"  {split:<8} {s.examples:>10,} {s.shards_written:>15} {s.shards_skipped:>8} "
               f"{_format_bytes(s.bytes):>10}")
+    from t2t.problems import overlap  # dev examples that are also in train: a data leak
+
+    report = overlap.check_overlap(problem, data_dir)
+    if report is not None:
+        print(report.format())
     gin_config.save_config(data_dir, f"{problem.dataset_filename()}.datagen_config.gin",
                            only_if_bound=True)
 
@@ -138,6 +144,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
+    common_flags.accept_shared_flags("t2t-datagen")
     flag_help.run(main, __doc__)
 
 

@@ -166,6 +166,9 @@ def main(argv: list[str]) -> None:
     if FLAGS.decode_split and chosen:
         common_flags.fail(f"--decode_split chooses the split decoded without a file; it does "
                           f"not apply to --{chosen[0]}.")
+    if FLAGS["eval_steps"].present and chosen:  # e.g. the trainer's flags, passed here too
+        print(f"note: t2t-decoder ignores --eval_steps with --{chosen[0]} (it counts the dev "
+              f"batches decoded without a file)", file=sys.stderr, flush=True)
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError, MissingHParamError
@@ -207,7 +210,8 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    flag_help.run(main, __doc__)
+    common_flags.accept_shared_flags("t2t-decoder")
+    flag_help.run(main, __doc__, hidden=("data_mirror",))
 
 
 if __name__ == "__main__":

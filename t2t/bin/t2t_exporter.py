@@ -102,7 +102,8 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
-    flag_help.run(main, __doc__)
+    common_flags.accept_shared_flags("t2t-exporter")
+    flag_help.run(main, __doc__, hidden=("data_mirror",))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import NoReturn
 
 from absl import flags
 
-from t2t.bin import flag_help
+from t2t.bin import flag_help, t2t_flag_compat
 from t2t.cluster import launch as launch_lib
 from t2t.cluster import tf_config as tf_config_lib
 from t2t.cluster import tfjob as tfjob_lib
@@ -133,6 +133,7 @@ def main(argv: list[str], command: list[str]) -> None:
 def run() -> None:
     """Console-script entry point."""
     argv, command = launch_lib.split_command(sys.argv)
+    t2t_flag_compat.accept_shared_flags("t2t-make-tf-configs")
     flag_help.run(lambda rest: main(rest, command), __doc__, argv=argv)
 
 

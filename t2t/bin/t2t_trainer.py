@@ -111,7 +111,8 @@ def train(experiment: config.ExperimentConfig) -> None:
     from t2t.trainer.trainer import Trainer
 
     task = experiment.task
-    # The strategy first: splitting the CPU must happen before TensorFlow starts.
+    # GPU memory and the strategy first: both must be set before TensorFlow starts.
+    _configure_gpus(experiment.runtime)
     if strategy_lib.serve_if_cluster_member(experiment.runtime):
         return  # a ps or worker task of parameter-server training: served until killed
     output_dir, data_dir = _locations(experiment)
@@ -147,6 +148,29 @@ def train(experiment: config.ExperimentConfig) -> None:
     trainer.run(schedule)
     if runtime.is_chief:
         gin_config.save_config(output_dir)
+
+
+def _configure_gpus(runtime_config: config.RuntimeConfig) -> None:
+    """Applies --gpu_memory_growth/--gpu_memory_limit_mb; says what was done when they
+    were given (a CPU-only machine: that they do not apply)."""
+    from t2t.trainer import runtime as runtime_lib
+
+    message = runtime_lib.configure_gpus(runtime_config.gpu_memory_growth,
+                                         runtime_config.gpu_memory_limit_mb)
+    if FLAGS["gpu_memory_growth"].present or FLAGS["gpu_memory_limit_mb"].present:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _check(experiment: config.ExperimentConfig) -> None:
+    """Fails with one message for settings that can never work, before any work."""
+    from t2t.trainer import runtime as runtime_lib
+    from t2t.trainer import trainer as trainer_lib
+
+    try:
+        runtime_lib.check(experiment.runtime)
+        trainer_lib.check_config(experiment.trainer)
+    except ValueError as e:
+        common_flags.fail(str(e))
 
 
 def _from_run_record(experiment: config.ExperimentConfig) -> config.ExperimentConfig:
@@ -185,14 +209,17 @@ def main(argv: list[str]) -> None:
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
     from t2t.trainer.loop import ClusterError, NonFiniteLossError
+    from t2t.trainer.runtime import DeviceSettingsError
     from t2t.utils.lazy_import import lazy_module
 
     tf = lazy_module("tensorflow")
+    _check(experiment)
     try:
         train(experiment)
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
-            ClusterError, DownloadError, MixedShardsError, FileNotFoundError) as e:
+            ClusterError, DownloadError, MixedShardsError, FileNotFoundError,
+            DeviceSettingsError) as e:
         common_flags.fail(str(e))
     except tf.errors.DataLossError as e:  # a damaged shard: say which, and how to rewrite it
         problem = registry.problem(task.problem)
@@ -203,6 +230,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
+    common_flags.accept_shared_flags("t2t-trainer")
     flag_help.run(main, __doc__)
 
 

@@ -21,6 +21,7 @@ from absl import flags
 
 from t2t import config
 from t2t.bin import common_flags, config_flags, flag_help
+from t2t.utils import optional_deps
 
 FLAGS = flags.FLAGS
 
@@ -134,6 +135,9 @@ def _check_and_prepare(task: config.TaskConfig, tuner: config.TunerConfig, rhp, 
 def main(argv: list[str]) -> None:
     if not common_flags.start(argv, tensorflow=False):  # trials run in processes of their own
         return
+    # The study and its plots need the "tuning" extra: checked before any trial runs.
+    optional_deps.require("optuna", "tuning", "t2t-tuner")
+    optional_deps.require("matplotlib", "tuning", "t2t-tuner")
     task = config_flags.build(config.TaskConfig)
     tuning = config_flags.build(config.TunerConfig)
     missing = [f"--{n}" for n, v in (("problem", task.problem), ("model", task.model),
@@ -175,6 +179,7 @@ def main(argv: list[str]) -> None:
 
 def run() -> None:
     """Console-script entry point."""
+    common_flags.accept_shared_flags("t2t-tuner")
     flag_help.run(main, __doc__)
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from t2t.utils import optional_deps
+
 # rouge-score's type name -> the name reported here.
 ROUGE_TYPES = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l"}
 
@@ -40,7 +42,8 @@ def rouge_scores(
 
     Raises:
       ValueError: the two lists differ in length or are empty.
-      ImportError: rouge-score is not installed.
+      MissingDependencyError (an ImportError): rouge-score, setup.py's extra
+        "summarization", is not installed.
     """
     hypotheses, references = list(hypotheses), list(references)
     if len(hypotheses) != len(references):
@@ -50,12 +53,7 @@ def rouge_scores(
         )
     if not hypotheses:
         raise ValueError("no hypotheses to score")
-    try:
-        from rouge_score import rouge_scorer
-    except ImportError as e:
-        raise ImportError(
-            "ROUGE needs Google's rouge-score package: pip install rouge-score"
-        ) from e
+    rouge_scorer = optional_deps.require("rouge_score.rouge_scorer", "summarization", "ROUGE")
     scorer = rouge_scorer.RougeScorer(
         list(ROUGE_TYPES), use_stemmer=use_stemmer, tokenizer=tokenizer
     )

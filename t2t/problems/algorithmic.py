@@ -31,6 +31,10 @@ class AlgorithmicProblem(problem.Problem):
     train_size: int = 100_000
     dev_size: int = 10_000
     train_shards: int = 10
+    dev_overlap_by_construction = (
+        "both splits draw random sequences over a small alphabet, so short ones repeat "
+        "between them; dev accuracy includes those, and a dev split longer than train "
+        "(dev_min_length) has none")
 
     @property
     def splits(self) -> tuple[problem.SplitSpec, ...]:  # type: ignore[override]

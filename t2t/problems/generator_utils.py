@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from absl import logging
@@ -137,6 +137,65 @@ class _Progress:
         sys.stderr.flush()
 
 
+class _ShardSet:
+    """Writers over shard paths: each shard goes to its temporary name and is renamed
+    when complete; shards complete before the run are never rewritten."""
+
+    def __init__(self, paths: Sequence[str]):
+        self.paths = list(paths)
+        self.done = [os.path.exists(p) for p in self.paths]
+        self.skipped = list(self.done)
+        self.examples = [0] * len(self.paths)
+        self.bytes = [0] * len(self.paths)
+        self.writers: dict[int, Any] = {}
+        for path in self.paths:  # a previous run's partial files are never reused
+            if os.path.exists(incomplete_path(path)):
+                os.remove(incomplete_path(path))
+
+    def write(self, shard: int, example: dict[str, Any]) -> bool:
+        """Writes `example` to `shard` unless that shard was complete before; True if written."""
+        if self.done[shard]:
+            return False
+        if shard not in self.writers:
+            self.writers[shard] = tf.io.TFRecordWriter(incomplete_path(self.paths[shard]))
+        self.writers[shard].write(to_example(example).SerializeToString())
+        self.examples[shard] += 1
+        return True
+
+    def finish(self, shard: int) -> None:
+        self.writers.pop(shard).close()
+        os.replace(incomplete_path(self.paths[shard]), self.paths[shard])
+        self.done[shard] = True
+        self.bytes[shard] = os.path.getsize(self.paths[shard])
+
+    def finish_all(self) -> None:
+        """Completes every open shard; shards that got no example are written empty so
+        the split is complete."""
+        for shard in range(len(self.paths)):
+            if not self.done[shard] and shard not in self.writers:
+                self.writers[shard] = tf.io.TFRecordWriter(incomplete_path(self.paths[shard]))
+        for shard in sorted(self.writers):
+            self.finish(shard)
+
+    def abort(self) -> None:
+        """Closes open writers and deletes their partial files (on error)."""
+        for shard, writer in self.writers.items():
+            writer.close()
+            if os.path.exists(incomplete_path(self.paths[shard])):
+                os.remove(incomplete_path(self.paths[shard]))
+        self.writers.clear()
+
+    def summary(self, shards: Iterable[int], seconds: float) -> SplitSummary:
+        shards = list(shards)
+        return SplitSummary(
+            examples=sum(self.examples[s] for s in shards),
+            shards_written=sum(1 for s in shards if self.done[s] and not self.skipped[s]),
+            shards_skipped=sum(1 for s in shards if self.skipped[s]),
+            bytes=sum(self.bytes[s] for s in shards),
+            seconds=seconds,
+        )
+
+
 def write_shards(
     make_examples: Callable[[], Iterable[dict[str, Any]]],
     paths: Sequence[str],
@@ -153,64 +212,136 @@ def write_shards(
     examples are dealt round-robin. Either way the example sequence must be the same on
     a re-run (seeded generators) for the skipped shards to stay consistent.
     """
-    summary = SplitSummary()
     start = time.monotonic()
+    shards = _ShardSet(paths)
     num_shards = len(paths)
-    done = [os.path.exists(p) for p in paths]
-    summary.shards_skipped = sum(done)
-    for path in paths:  # a previous run's partial files are never reused
-        if os.path.exists(incomplete_path(path)):
-            os.remove(incomplete_path(path))
-    if all(done):
+    if all(shards.done):
         logging.info("%s: all %d shards exist, skipping.", label, num_shards)
-        summary.seconds = time.monotonic() - start
-        return summary
+        return shards.summary(range(num_shards), time.monotonic() - start)
     if total is not None and max_cases is not None:
         total = min(total, max_cases)
     per_shard = -(-total // num_shards) if total else None
-
-    def shard_of(index: int) -> int:
-        return min(index // per_shard, num_shards - 1) if per_shard else index % num_shards
-
-    writers: dict[int, Any] = {}
     progress_line = _Progress(label, total, progress)
-    count = 0
-
-    def finish(shard: int) -> None:
-        writers.pop(shard).close()
-        os.replace(incomplete_path(paths[shard]), paths[shard])
-        done[shard] = True
-        summary.shards_written += 1
-        summary.bytes += os.path.getsize(paths[shard])
-
     try:
-        examples: Iterator[dict[str, Any]] = iter(make_examples())
-        for index, example in enumerate(examples):
+        for index, example in enumerate(make_examples()):
             if max_cases is not None and index >= max_cases:
                 break
-            shard = shard_of(index)
-            if per_shard and shard > 0 and (shard - 1) in writers:
-                finish(shard - 1)
-            if done[shard]:
-                continue
-            if shard not in writers:
-                writers[shard] = tf.io.TFRecordWriter(incomplete_path(paths[shard]))
-            writers[shard].write(to_example(example).SerializeToString())
-            count += 1
-            summary.examples = count
+            shard = min(index // per_shard, num_shards - 1) if per_shard else index % num_shards
+            if per_shard and shard > 0 and (shard - 1) in shards.writers:
+                shards.finish(shard - 1)
+            shards.write(shard, example)
             progress_line.update(index + 1)
-        # Shards that got no example (fewer examples than shards) are written empty so
-        # the split is complete.
-        for shard in range(num_shards):
-            if not done[shard] and shard not in writers:
-                writers[shard] = tf.io.TFRecordWriter(incomplete_path(paths[shard]))
-        for shard in sorted(writers):
-            finish(shard)
+        shards.finish_all()
     finally:
-        for shard, writer in writers.items():  # only on error: leave no partial shard
-            writer.close()
-            if os.path.exists(incomplete_path(paths[shard])):
-                os.remove(incomplete_path(paths[shard]))
-    progress_line.update(count, force=True)
-    summary.seconds = time.monotonic() - start
-    return summary
+        shards.abort()  # only on error: leave no partial shard
+    progress_line.update(sum(shards.examples), force=True)
+    return shards.summary(range(num_shards), time.monotonic() - start)
+
+
+def deal_to_splits(
+    make_examples: Callable[[], Iterable[dict[str, Any]]],
+    split_paths: dict[str, Sequence[str]],
+    weights: dict[str, int],
+    *,
+    max_cases: int | None = None,
+    label: str = "",
+    progress: bool = True,
+) -> dict[str, SplitSummary]:
+    """Deals ONE stream of examples to several splits: Tensor2Tensor's
+    `is_generate_per_split = False`.
+
+    Out of every `sum(weights)` consecutive examples, split s gets `weights[s]` (in the
+    order of `split_paths`), and within a split examples go round-robin over its shards.
+    When each split has `weights[s]` shards this is exactly T2T's `generate_files` over
+    all shards of all splits (train 9 : dev 1 puts every 10th example in dev). No example
+    goes to two splits; the same stream gives the same splits on every run, so a re-run
+    skips finished shards consistently. `max_cases` caps each split; the stream stops
+    when every split is full.
+    """
+    for name, weight in weights.items():
+        if not isinstance(weight, int) or weight < 1:
+            raise ValueError(f"Split {name!r}: weight (shard count) must be an int >= 1, "
+                             f"got {weight!r}.")
+    if set(weights) != set(split_paths):
+        raise ValueError(f"weights name the splits {sorted(weights)}, the paths "
+                         f"{sorted(split_paths)}: give both for the same splits.")
+    start = time.monotonic()
+    names = list(split_paths)
+    offsets, paths = {}, []
+    for name in names:
+        offsets[name] = len(paths)
+        paths.extend(split_paths[name])
+    shards = _ShardSet(paths)
+    ranges = {n: range(offsets[n], offsets[n] + len(split_paths[n])) for n in names}
+    if all(shards.done):
+        logging.info("%s: all %d shards exist, skipping.", label, len(paths))
+        return {n: shards.summary(ranges[n], time.monotonic() - start) for n in names}
+    slots = [name for name in names for _ in range(weights[name])]
+    dealt = dict.fromkeys(names, 0)  # examples dealt to each split (written or not)
+    progress_line = _Progress(label, None, progress)
+    try:
+        for index, example in enumerate(make_examples()):
+            name = slots[index % len(slots)]
+            if max_cases is None or dealt[name] < max_cases:
+                shards.write(offsets[name] + dealt[name] % len(split_paths[name]), example)
+                dealt[name] += 1
+            elif all(count >= max_cases for count in dealt.values()):
+                break
+            progress_line.update(index + 1)
+        shards.finish_all()
+    finally:
+        shards.abort()  # only on error: leave no partial shard
+    progress_line.update(sum(shards.examples), force=True)
+    return {n: shards.summary(ranges[n], time.monotonic() - start) for n in names}
+
+
+# ------------------------------------------------ Tensor2Tensor's generator_utils API
+def generate_files(
+    generator: Iterable[dict[str, Any] | None],
+    output_filenames: Sequence[str],
+    max_cases: int | None = None,
+    cycle_every_n: int = 1,
+) -> None:
+    """Tensor2Tensor's `generate_files`: writes the examples round-robin over
+    `output_filenames` (switching file every `cycle_every_n` examples; None cases are
+    skipped), at most `max_cases`. Skips when every file exists."""
+    if cycle_every_n < 1:
+        raise ValueError(f"cycle_every_n must be >= 1, got {cycle_every_n}.")
+    cases = (case for case in generator if case is not None)
+    if cycle_every_n == 1:
+        write_shards(lambda: cases, output_filenames, max_cases=max_cases, progress=False)
+        return
+    shards = _ShardSet(output_filenames)
+    if all(shards.done):
+        return
+    try:
+        for index, case in enumerate(cases):
+            if max_cases is not None and index >= max_cases:
+                break
+            shards.write((index // cycle_every_n) % len(output_filenames), case)
+        shards.finish_all()
+    finally:
+        shards.abort()
+
+
+def generate_dataset_and_shuffle(
+    train_gen: Iterable[dict[str, Any]],
+    train_paths: Sequence[str],
+    dev_gen: Iterable[dict[str, Any]],
+    dev_paths: Sequence[str],
+    shuffle: bool = True,
+) -> None:
+    """Tensor2Tensor's `generate_dataset_and_shuffle`: writes both generators' examples.
+
+    The shards are not rewritten in shuffled order (T2T read each whole shard into
+    memory to do so): t2t shuffles training data as it reads it (file order and a
+    shuffle buffer), so `shuffle` changes nothing.
+    """
+    del shuffle
+    generate_files(train_gen, train_paths)
+    generate_files(dev_gen, dev_paths)
+
+
+def count_records(paths: Sequence[str]) -> int:
+    """The number of records in TFRecord files (reads them all)."""
+    return sum(1 for path in paths for _ in tf.data.TFRecordDataset(path))

@@ -213,9 +213,14 @@ class Image2ClassProblem(ImageProblem):
         """Streams `generate_images`, PNG-encoding one image at a time."""
         num_classes = self.num_classes
         expected = tuple(self.image_shape)
-        for index, (image, label) in enumerate(
-            self.generate_images(data_dir, tmp_dir, split, mirror=mirror)
-        ):
+        with self.using_mirror(mirror):  # an override without `mirror` reads data_mirror
+            images = problem.call_with_mirror(self.generate_images, data_dir, tmp_dir, split,
+                                              mirror=self.data_mirror)
+            yield from self._checked(images, split, num_classes, expected)
+
+    def _checked(self, images, split, num_classes, expected) -> Iterator[dict[str, Any]]:
+        """Examples of (image, label) pairs, each checked against the problem's shape."""
+        for index, (image, label) in enumerate(images):
             image = np.asarray(image)
             if image.ndim == 2:
                 image = image[:, :, None]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from t2t.problems import overlap as overlap_lib
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
 from t2t.utils.lazy_import import lazy_module
@@ -40,6 +41,7 @@ class InspectReport:
     lengths: dict[str, LengthStats]
     label_counts: dict[str, int]  # class name -> count (class problems)
     truncated: bool  # stopped at max_records
+    overlap: overlap_lib.Overlap | None = None  # dev examples also in train
 
     def format(self) -> str:
         lines = [f"{self.problem} [{self.split}]: {self.examples_read:,} examples"
@@ -59,6 +61,8 @@ class InspectReport:
             lines.append("--- label balance")
             for label, count in sorted(self.label_counts.items(), key=lambda kv: -kv[1]):
                 lines.append(f"  {label:<20} {count:>8,} {100 * count / total:6.1f}%")
+        if self.overlap is not None:
+            lines.append("--- " + self.overlap.format())
         return "\n".join(lines)
 
 
@@ -80,8 +84,17 @@ def inspect_problem(
     *,
     num_examples: int = 5,
     max_records: int = 100_000,
+    check_overlap: bool = True,
 ) -> InspectReport:
-    """Reads up to `max_records` examples of `split` and summarizes them."""
+    """Reads up to `max_records` examples of `split` and summarizes them; with
+    `check_overlap`, also counts the dev examples that occur in train."""
+    report = _read(problem, data_dir, split, num_examples, max_records)
+    if check_overlap:
+        report.overlap = overlap_lib.check_overlap(problem, data_dir)
+    return report
+
+
+def _read(problem, data_dir, split, num_examples, max_records) -> InspectReport:
     encoders = problem.feature_encoders(data_dir)
     # EVAL mode: inspection shows the stored data, without training-time augmentation.
     dataset = problem.dataset(

@@ -8,10 +8,13 @@ size) so that problems and models never import each other.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import glob
+import inspect
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from absl import logging
@@ -39,6 +42,15 @@ DEV_SPLIT = "dev"
 TEST_SPLIT = "test"
 
 
+class DatasetSplit:
+    """Tensor2Tensor's split names, as t2t names the split files (T2T's EVAL, "eval",
+    was written to the "dev" files too)."""
+
+    TRAIN = TRAIN_SPLIT
+    EVAL = DEV_SPLIT
+    TEST = TEST_SPLIT
+
+
 class DataMissingError(FileNotFoundError):
     """The prepared data a problem needs is not in data_dir (or is incomplete)."""
 
@@ -59,6 +71,86 @@ class SplitSpec:
     shards: int
 
 
+_DEFAULT_SPLITS = (SplitSpec(TRAIN_SPLIT, 10), SplitSpec(DEV_SPLIT, 1))
+_SPLIT_ALIASES = {"eval": DEV_SPLIT}  # T2T's DatasetSplit.EVAL value
+
+
+def split_specs(dataset_splits: Any, problem_name: str) -> tuple[SplitSpec, ...]:
+    """SplitSpecs from Tensor2Tensor's `dataset_splits`: [{"split": "train", "shards": 9},
+    {"split": "dev", "shards": 1}] ("eval" is read as "dev")."""
+    fix = ('return e.g. [{"split": problem.DatasetSplit.TRAIN, "shards": 9}, '
+           '{"split": problem.DatasetSplit.EVAL, "shards": 1}]')
+    if isinstance(dataset_splits, (str, bytes, dict)) or not dataset_splits:
+        raise ValueError(f"{problem_name}: dataset_splits {dataset_splits!r} is not a "
+                         f"non-empty list of splits; {fix}.")
+    specs: list[SplitSpec] = []
+    for entry in dataset_splits:
+        if isinstance(entry, SplitSpec):
+            entry = {"split": entry.name, "shards": entry.shards}
+        if not isinstance(entry, dict) or set(entry) != {"split", "shards"}:
+            raise ValueError(f"{problem_name}: dataset_splits entry {entry!r} must be a dict "
+                             f"with the keys 'split' and 'shards'; {fix}.")
+        name, shards = entry["split"], entry["shards"]
+        if not isinstance(name, str) or not name or "-" in name:
+            raise ValueError(f"{problem_name}: split name {name!r} must be a non-empty "
+                             f"string without '-' (it is part of the file names).")
+        if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+            raise ValueError(f"{problem_name}: split {name!r} has shards={shards!r}; give "
+                             f"an int >= 1.")
+        name = _SPLIT_ALIASES.get(name, name)
+        if name in [spec.name for spec in specs]:
+            raise ValueError(f"{problem_name}: split {name!r} is listed twice in "
+                             f"dataset_splits; list each split once.")
+        specs.append(SplitSpec(name, shards))
+    return tuple(specs)
+
+
+def accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """Whether `fn` takes the keyword argument `name` (declared, or through **kwargs)."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def call_with_mirror(fn: Callable[..., Any], *args: Any, mirror: str | None) -> Any:
+    """`fn(*args, mirror=mirror)` if `fn` declares `mirror`, else `fn(*args)`: the
+    methods a user overrides keep Tensor2Tensor's signatures (`generate_samples(self,
+    data_dir, tmp_dir, dataset_split)`) and read the mirror from `self.data_mirror`."""
+    if accepts_keyword(fn, "mirror"):
+        return fn(*args, mirror=mirror)
+    return fn(*args)
+
+
+def _overrides(cls: type, name: str) -> bool:
+    return getattr(cls, name) is not Problem.__dict__[name]
+
+
+def _adapt_t2t_generate_data(generate: Callable[..., Any]) -> Callable[..., Any]:
+    """Wraps a subclass's `generate_data(self, data_dir, tmp_dir, task_id=-1)` (T2T's
+    signature) so that t2t-datagen and t2t-trainer --generate_data can call it."""
+
+    @functools.wraps(generate)
+    def generate_data(self, data_dir, tmp_dir, *args, mirror=None, max_cases=None,
+                      num_shards=None, progress=True, **kwargs):
+        del progress  # the override writes as it pleases
+        ignored = [f"{k}={v}" for k, v in (("max_cases", max_cases), ("num_shards", num_shards))
+                   if v is not None]
+        if ignored:
+            logging.warning("%s defines generate_data(data_dir, tmp_dir, ...) itself "
+                            "(Tensor2Tensor's signature): %s do not apply to it.",
+                            self.name, ", ".join(ignored))
+        os.makedirs(data_dir, exist_ok=True)
+        os.makedirs(tmp_dir, exist_ok=True)
+        with self.using_mirror(mirror):
+            generate(self, data_dir, tmp_dir, *args, **kwargs)
+        return self.written_summary(data_dir)
+
+    return generate_data
+
+
 def _swap_inputs_targets(example: dict[str, Any]) -> dict[str, Any]:
     example = dict(example)
     if "inputs" in example and "targets" in example:
@@ -70,16 +162,46 @@ class Problem:
     """Base class of all problems. Subclasses implement `generate_examples` (or use a
     ready-made subclass such as Text2TextProblem) and describe their features."""
 
-    # Subclasses may override these class attributes.
-    splits: Sequence[SplitSpec] = (SplitSpec(TRAIN_SPLIT, 10), SplitSpec(DEV_SPLIT, 1))
+    # Subclasses may override these class attributes (or define them as properties).
     batch_size_means_tokens: bool = True
     # The features that carry sequences (used for length filtering and bucketing).
     sequence_features: Sequence[str] = ("inputs", "targets")
+    # True: generate_examples is called once per split. False (Tensor2Tensor's way for a
+    # corpus without its own splits): called once, with split "train", and its examples
+    # are dealt to the splits in proportion to their shard counts.
+    is_generate_per_split: bool = True
+    # Why dev examples repeat train ones by construction (e.g. random short sequences
+    # over a small alphabet), or None: t2t-datagen's overlap report then states the
+    # count with this reason instead of warning of a leak.
+    dev_overlap_by_construction: str | None = None
+    # The --data_mirror of the generation under way (None: $T2T_DATA_MIRROR, then the
+    # canonical URLs); methods with T2T's signatures pass it to download.fetch.
+    data_mirror: str | None = None
 
     def __init__(self, was_reversed: bool = False):
         self._was_reversed = was_reversed
         self._encoders: dict[str, Any] | None = None
         self._encoders_dir: str | None = None
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("generate_data")
+        if callable(own) and not accepts_keyword(own, "mirror"):
+            cls.generate_data = _adapt_t2t_generate_data(own)
+
+    # ---------------------------------------------------------------- splits
+    @property
+    def splits(self) -> Sequence[SplitSpec]:
+        """The splits written, with their shard counts: from `dataset_splits` when a
+        subclass defines it (Tensor2Tensor's way), else train 10 : dev 1."""
+        if _overrides(type(self), "dataset_splits"):
+            return split_specs(self.dataset_splits, self.name)
+        return _DEFAULT_SPLITS
+
+    @property
+    def dataset_splits(self) -> list[dict[str, Any]]:
+        """Tensor2Tensor's form of `splits`: [{"split": "train", "shards": 10}, ...]."""
+        return [{"split": spec.name, "shards": spec.shards} for spec in self.splits]
 
     # ---------------------------------------------------------------- naming
     @property
@@ -120,6 +242,22 @@ class Problem:
     def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
         """Downloads and builds what every split needs (vocabularies), before writing."""
 
+    @contextlib.contextmanager
+    def using_mirror(self, mirror: str | None) -> Iterator[None]:
+        """Sets `self.data_mirror` to `mirror` (when given) for the duration."""
+        if mirror is None:
+            yield
+            return
+        previous = self.__dict__.get("data_mirror")
+        self.data_mirror = mirror
+        try:
+            yield
+        finally:
+            if previous is None:
+                self.__dict__.pop("data_mirror", None)
+            else:
+                self.data_mirror = previous
+
     def generate_data(
         self,
         data_dir: str,
@@ -134,29 +272,79 @@ class Problem:
 
         Shards are written to temporary names and renamed when complete, so an
         interrupted run never leaves a partial shard that reads as complete; a re-run
-        skips the shards (and splits) already written.
+        skips the shards (and splits) already written. `num_shards` replaces the train
+        split's shard count (with is_generate_per_split False, the proportions dealt
+        stay those of `splits`).
         """
         if self._was_reversed:
             logging.info("%s shares the data of %s.", self.name, self.base_name)
         os.makedirs(data_dir, exist_ok=True)
         os.makedirs(tmp_dir, exist_ok=True)
-        self.prepare(data_dir, tmp_dir, mirror=mirror)
-        summaries = {}
-        for split in self.splits:
-            shards = num_shards if (num_shards and split.name == TRAIN_SPLIT) else split.shards
-            paths = generator_utils.shard_paths(data_dir, self.dataset_filename(), split.name, shards)
-            total = self.num_examples(split.name)
-            if max_cases is not None:
-                total = min(total, max_cases) if total is not None else None
-            summaries[split.name] = generator_utils.write_shards(
-                lambda s=split.name: self.generate_examples(data_dir, tmp_dir, s, mirror=mirror),
-                paths,
-                total=total,
-                max_cases=max_cases,
-                label=f"{self.dataset_filename()} {split.name}",
-                progress=progress,
-            )
+        with self.using_mirror(mirror):
+            call_with_mirror(self.prepare, data_dir, tmp_dir, mirror=self.data_mirror)
+            specs = list(self.splits)
+            paths = {
+                spec.name: generator_utils.shard_paths(
+                    data_dir, self.dataset_filename(), spec.name,
+                    num_shards if (num_shards and spec.name == TRAIN_SPLIT) else spec.shards)
+                for spec in specs
+            }
+            if not self.is_generate_per_split:
+                return self._generate_dealt(data_dir, tmp_dir, specs, paths, max_cases, progress)
+            summaries = {}
+            for spec in specs:
+                total = self.num_examples(spec.name)
+                if max_cases is not None:
+                    total = min(total, max_cases) if total is not None else None
+                summaries[spec.name] = generator_utils.write_shards(
+                    lambda s=spec.name: self._examples(data_dir, tmp_dir, s),
+                    paths[spec.name],
+                    total=total,
+                    max_cases=max_cases,
+                    label=f"{self.dataset_filename()} {spec.name}",
+                    progress=progress,
+                )
         return summaries
+
+    def _examples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[dict[str, Any]]:
+        return call_with_mirror(self.generate_examples, data_dir, tmp_dir, split,
+                                mirror=self.data_mirror)
+
+    def _generate_dealt(self, data_dir, tmp_dir, specs, paths, max_cases, progress):
+        """is_generate_per_split False: one pass (split "train") dealt to every split."""
+        shares = " : ".join(f"{spec.name} {spec.shards}" for spec in specs)
+        logging.info("%s: one pass over the examples (split %r), dealt %s "
+                     "(is_generate_per_split = False).", self.name, TRAIN_SPLIT, shares)
+        return generator_utils.deal_to_splits(
+            lambda: self._examples(data_dir, tmp_dir, TRAIN_SPLIT),
+            paths,
+            {spec.name: spec.shards for spec in specs},
+            max_cases=max_cases,
+            label=f"{self.dataset_filename()} {'+'.join(paths)}",
+            progress=progress,
+        )
+
+    def written_summary(self, data_dir: str) -> dict[str, generator_utils.SplitSummary]:
+        """What the shards of each split in data_dir hold (counts every record)."""
+        summaries = {}
+        for spec in self.splits:
+            pattern = os.path.join(data_dir, f"{self.dataset_filename()}-{spec.name}-*")
+            files = sorted(f for f in glob.glob(pattern) if generator_utils.is_shard_name(f))
+            summaries[spec.name] = generator_utils.SplitSummary(
+                examples=generator_utils.count_records(files), shards_written=len(files),
+                bytes=sum(os.path.getsize(f) for f in files))
+        return summaries
+
+    # Tensor2Tensor's file-name helpers, for a generate_data written against T2T. t2t
+    # writes final names directly (`shuffled` is accepted and changes nothing).
+    def training_filepaths(self, data_dir: str, num_shards: int, shuffled: bool = True) -> list[str]:
+        return generator_utils.shard_paths(data_dir, self.dataset_filename(), TRAIN_SPLIT, num_shards)
+
+    def dev_filepaths(self, data_dir: str, num_shards: int, shuffled: bool = True) -> list[str]:
+        return generator_utils.shard_paths(data_dir, self.dataset_filename(), DEV_SPLIT, num_shards)
+
+    def test_filepaths(self, data_dir: str, num_shards: int, shuffled: bool = True) -> list[str]:
+        return generator_utils.shard_paths(data_dir, self.dataset_filename(), TEST_SPLIT, num_shards)
 
     # --------------------------------------------------------------- features
     def feature_encoders(self, data_dir: str | None) -> dict[str, Any]:

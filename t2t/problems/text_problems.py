@@ -38,9 +38,31 @@ class TextProblem(problem.Problem):
     max_samples_for_vocab: int = 100_000  # texts read to build the vocabulary
     sentencepiece_model_type: str = "unigram"
 
-    def generate_samples(self, data_dir: str, tmp_dir: str, split: str, *, mirror: str | None = None) -> Iterator[dict[str, Any]]:
-        """Yields raw samples (strings, and a label for classification)."""
+    def generate_samples(self, data_dir: str, tmp_dir: str, dataset_split: str) -> Iterator[dict[str, Any]]:
+        """Yields raw samples (strings, and a label for classification) of `dataset_split`
+        ("train", "dev", "test"; problem.DatasetSplit names them). Tensor2Tensor's
+        signature; an override may add a keyword `mirror` to get --data_mirror (else it
+        is in `self.data_mirror`)."""
         raise NotImplementedError(f"{type(self).__name__} must implement generate_samples.")
+
+    def generate_encoded_samples(self, data_dir: str, tmp_dir: str, dataset_split: str) -> Iterator[dict[str, Any]]:
+        """Yields the examples of `dataset_split` encoded (token ids ending in EOS)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_encoded_samples.")
+
+    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
+        with self.using_mirror(mirror):
+            yield from self.generate_encoded_samples(data_dir, tmp_dir, split)
+
+    def _samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[dict[str, Any]]:
+        """generate_samples, given `mirror` only if it declares it."""
+        return problem.call_with_mirror(self.generate_samples, data_dir, tmp_dir, split,
+                                        mirror=self.data_mirror)
+
+    def _vocab(self, data_dir: str, tmp_dir: str) -> text_encoder.TextEncoder:
+        """get_or_create_vocab, given `mirror` only if it declares it (T2T's override
+        takes (data_dir, tmp_dir, force_get=False))."""
+        return problem.call_with_mirror(self.get_or_create_vocab, data_dir, tmp_dir,
+                                        mirror=self.data_mirror)
 
     def vocab_tokens(self) -> list[str]:
         """The fixed token list of a VOCAB_TOKEN problem."""
@@ -59,13 +81,18 @@ class TextProblem(problem.Problem):
     def _datagen_hint(self, data_dir: str | None) -> str:
         return f"run `t2t-datagen --problem={self.name} --data_dir={data_dir}` first"
 
+    def generate_text_for_vocab(self, data_dir: str, tmp_dir: str) -> Iterator[str]:
+        """The text the vocabulary is built from (Tensor2Tensor's name and signature)."""
+        return self.text_for_vocab(data_dir, tmp_dir, self.data_mirror)
+
     def text_for_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None) -> Iterator[str]:
         """A bounded stream of training text to build the vocabulary from."""
-        samples = self.generate_samples(data_dir, tmp_dir, problem.TRAIN_SPLIT, mirror=mirror)
-        for sample in itertools.islice(samples, self.max_samples_for_vocab):
-            for field in self.text_fields():
-                if sample.get(field):
-                    yield sample[field]
+        with self.using_mirror(mirror):
+            samples = self._samples(data_dir, tmp_dir, problem.TRAIN_SPLIT)
+            for sample in itertools.islice(samples, self.max_samples_for_vocab):
+                for field in self.text_fields():
+                    if sample.get(field):
+                        yield sample[field]
 
     def get_or_create_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None = None) -> text_encoder.TextEncoder:
         """Loads the vocabulary from data_dir, building and saving it first if absent."""
@@ -79,18 +106,19 @@ class TextProblem(problem.Problem):
         if os.path.exists(path):
             return self._load_vocab(data_dir)
         logging.info("Building the %s vocabulary of %s at %s", self.vocab_type, self.name, path)
-        texts = self.text_for_vocab(data_dir, tmp_dir, mirror)
-        if self.vocab_type == VOCAB_CHARACTER:
-            encoder = text_encoder.CharacterTextEncoder.build_from_generator(texts)
-            encoder.save(path)
-            return encoder
-        return text_encoder.SentencePieceEncoder.train(
-            texts,
-            path[: -len(".model")],
-            self.approx_vocab_size,
-            model_type=self.sentencepiece_model_type,
-            max_samples=self.max_samples_for_vocab * len(self.text_fields()),
-        )
+        with self.using_mirror(mirror):  # the texts are read inside (a generator)
+            texts = self.generate_text_for_vocab(data_dir, tmp_dir)
+            if self.vocab_type == VOCAB_CHARACTER:
+                encoder = text_encoder.CharacterTextEncoder.build_from_generator(texts)
+                encoder.save(path)
+                return encoder
+            return text_encoder.SentencePieceEncoder.train(
+                texts,
+                path[: -len(".model")],
+                self.approx_vocab_size,
+                model_type=self.sentencepiece_model_type,
+                max_samples=self.max_samples_for_vocab * len(self.text_fields()),
+            )
 
     def _load_vocab(self, data_dir: str | None) -> text_encoder.TextEncoder:
         if self.vocab_type == VOCAB_BYTE:
@@ -108,7 +136,8 @@ class TextProblem(problem.Problem):
         return text_encoder.SentencePieceEncoder.load(path, hint=hint)
 
     def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
-        self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+        with self.using_mirror(mirror):
+            self._vocab(data_dir, tmp_dir)
 
     def _encode_text(self, encoder: text_encoder.TextEncoder, text: str) -> list[int]:
         return encoder.encode(text) + [text_encoder.EOS_ID]
@@ -117,9 +146,9 @@ class TextProblem(problem.Problem):
 class Text2TextProblem(TextProblem):
     """Sequence to sequence text; inputs and targets share one vocabulary."""
 
-    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
-        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
-        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        encoder = self._vocab(data_dir, tmp_dir)
+        for sample in self._samples(data_dir, tmp_dir, dataset_split):
             yield {
                 "inputs": self._encode_text(encoder, sample["inputs"]),
                 "targets": self._encode_text(encoder, sample["targets"]),
@@ -145,9 +174,9 @@ class Text2SelfProblem(TextProblem):
     def text_fields(self):
         return ("targets",)
 
-    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
-        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
-        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        encoder = self._vocab(data_dir, tmp_dir)
+        for sample in self._samples(data_dir, tmp_dir, dataset_split):
             yield {"targets": self._encode_text(encoder, sample["targets"])}
 
     def build_encoders(self, data_dir):
@@ -185,10 +214,10 @@ class Text2ClassProblem(TextProblem):
     def text_fields(self):
         return ("inputs",)
 
-    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
-        encoder = self.get_or_create_vocab(data_dir, tmp_dir, mirror)
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        encoder = self._vocab(data_dir, tmp_dir)
         num_classes = self.num_classes
-        for sample in self.generate_samples(data_dir, tmp_dir, split, mirror=mirror):
+        for sample in self._samples(data_dir, tmp_dir, dataset_split):
             label = int(sample["label"])
             if not 0 <= label < num_classes:
                 raise ValueError(f"{self.name}: label {label} is outside [0, {num_classes}).")

@@ -33,6 +33,10 @@ class RunCheckpoints:
         self.after_save: Callable[[], None] | None = None  # called after the chief saves
         self.root = None
         self.manager = None
+        # Examples trained on over the run's life (TensorBoard's examples_seen); saved
+        # with the checkpoints (older checkpoints lack it: counting restarts at 0).
+        self.examples_seen = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                         name="examples_seen")
 
     @property
     def latest(self) -> str | None:
@@ -42,7 +46,8 @@ class RunCheckpoints:
     def track(self, iterator: Any = None) -> None:
         """Starts the manager; `iterator` (its position) is saved too when given."""
         self.iterator = iterator
-        items = {"model": checkpoints.model_trackable(self.model), "optimizer": self.optimizer}
+        items = {"model": checkpoints.model_trackable(self.model), "optimizer": self.optimizer,
+                 "examples_seen": self.examples_seen}
         if iterator is not None:
             items["train_iterator"] = iterator
         self.root = tf.train.Checkpoint(**items)
@@ -54,6 +59,7 @@ class RunCheckpoints:
         IncompatibleRunError when it does not fit."""
         try:
             checkpoints.restore(path, self.model, optimizer=self.optimizer)
+            self._restore_examples_seen(path)
         except checkpoints.DamagedCheckpointError as e:
             raise run_dir.IncompatibleRunError(str(e)) from e
         except checkpoints.CheckpointError as e:
@@ -61,6 +67,13 @@ class RunCheckpoints:
                 f"The checkpoint {path} does not match model {model_name!r} with these "
                 f"hparams ({str(e)[:300]}). Use a new --output_dir."
             ) from e
+
+    def _restore_examples_seen(self, path: str) -> None:
+        try:
+            status = tf.train.Checkpoint(examples_seen=self.examples_seen).read(path)
+            status.expect_partial().assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError):
+            logging.info("%s holds no examples_seen count: it restarts at 0.", path)
 
     def restore_iterator(self, path: str, iterator: Any) -> bool:
         """Reads the input position saved in `path` into `iterator`; False if it has none."""

@@ -26,6 +26,7 @@ import tensorflow as tf
 from t2t.problems import input_pipeline
 from t2t.trainer import strategy as strategy_lib
 from t2t.trainer.runtime import Runtime
+from t2t.trainer.task import NUM_COUNTS
 
 
 def _is_trackable(obj: Any) -> bool:
@@ -79,10 +80,16 @@ class StrategyHooks:
 
         return train_step
 
+    def last_step(self, step: int, target: int, every: Sequence[int]) -> int:
+        """The step the next `run_steps` call from `step` ends at (here: the next one)."""
+        return step + 1
+
     def run_steps(self, train_step: Callable, iterator: Any, step: int, target: int,
                   every: Sequence[int], stop_requested: bool
                   ) -> tuple[float, float, list[float], bool]:
-        """Runs one step; (loss, grad norm, [examples, tokens], whether all agreed to stop)."""
+        """Runs one step; (loss, grad norm, counts (see Task.train_step_fn: examples,
+        tokens, positions, per-layer squared gradient norms; summed over replicas),
+        whether all agreed to stop)."""
         stop = tf.constant(1.0 if stop_requested else 0.0)
         loss, grad_norm, counts, stops = train_step(iterator, stop)
         return float(loss), float(grad_norm), counts.numpy().tolist(), float(stops) > 0
@@ -124,6 +131,11 @@ class ParameterServerHooks(StrategyHooks):
     def iterator_checkpointable(self, iterator: Any) -> bool:
         return False
 
+    def last_step(self, step: int, target: int, every: Sequence[int]) -> int:
+        """The next log/checkpoint/eval boundary after `step` (or `target`)."""
+        boundary = min(target, *((step // n + 1) * n for n in every if n > 0))
+        return max(boundary, step + 1)
+
     def train_step(self, replica_step: Callable) -> Callable:
         strategy = self.strategy
 
@@ -138,13 +150,15 @@ class ParameterServerHooks(StrategyHooks):
                   ) -> tuple[float, float, list[float], bool]:
         """Schedules the steps up to the next log/checkpoint/eval boundary (or `target`);
         the last step's loss and norm, and [examples, tokens] of all the steps run."""
-        boundary = min(target, *((step // n + 1) * n for n in every if n > 0))
+        boundary = self.last_step(step, target, every)
         results = [self.coordinator.schedule(train_step, args=(iterator,))
-                   for _ in range(max(boundary - step, 1))]
+                   for _ in range(boundary - step)]
         self.coordinator.join()
-        loss, grad_norm, _ = results[-1].fetch()
-        counts = [sum(float(r.fetch()[2][i]) for r in results) for i in range(2)]
-        return float(loss), float(grad_norm), counts, False
+        loss, grad_norm, last = results[-1].fetch()
+        # Examples, tokens and positions add up over the steps; the per-layer gradient
+        # norms that follow are the last step's.
+        counts = [sum(float(r.fetch()[2][i]) for r in results) for i in range(NUM_COUNTS)]
+        return float(loss), float(grad_norm), counts + list(last[NUM_COUNTS:]), False
 
     def eval_dataset(self, dataset_fn: Callable[[Any], Any]) -> Any:
         return dataset_fn(None)  # the chief evaluates by itself, reading the ps variables

@@ -23,8 +23,9 @@ from t2t.config import InputConfig, TrainerConfig
 from t2t.decoding import infer
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
+from t2t.trainer import debugging, layer_stats, profiling, run_dir, summaries
 from t2t.trainer import metrics as metrics_lib
-from t2t.trainer import run_dir, summaries
+from t2t.trainer import task as task_lib
 from t2t.trainer.checkpointing import RunCheckpoints
 from t2t.trainer.hooks import StrategyHooks
 from t2t.trainer.task import Task
@@ -32,6 +33,10 @@ from t2t.trainer.task import Task
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+class NumericsError(NonFiniteLossError):
+    """--check_numerics found the first NaN/Inf; the message names its op and layer."""
 
 
 class ClusterError(RuntimeError):
@@ -58,7 +63,15 @@ class TrainingLoop:
         self.in_cluster = hooks.runtime.task[0] is not None
         self.stop_requested = False
         self.loss_history: list[tuple[int, float]] = []  # (step, training loss) here
-        self.train_step = hooks.train_step(task.train_step_fn(model, optimizer, xla_compile))
+        variables = model.trainable_variables
+        self.groups = (layer_stats.variable_groups(model, variables)
+                       if config.layer_summaries else None)
+        self.train_step = hooks.train_step(task.train_step_fn(model, optimizer, xla_compile,
+                                                              grad_groups=self.groups))
+        self.profiler = profiling.StepProfiler(
+            profiling.parse_profile_steps(config.profile_steps),
+            os.path.join(output_dir, "train"), enabled=self.is_chief)
+        self._snapshot: layer_stats.WeightSnapshot | None = None
         self._eval_step = None
         self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
         if self.is_chief:
@@ -95,9 +108,17 @@ class TrainingLoop:
         config = self.config
         every = (config.log_every_steps, config.save_checkpoints_steps,
                  config.local_eval_frequency)
+        step = self.step
+        self.profiler.before(step, self.hooks.last_step(step, target, every))
         try:
-            loss, grad_norm, counts, stop = self.hooks.run_steps(
-                self.train_step, self.iterator, self.step, target, every, self.stop_requested)
+            with self.profiler.step_context(step + 1):
+                loss, grad_norm, counts, stop = self.hooks.run_steps(
+                    self.train_step, self.iterator, step, target, every, self.stop_requested)
+        except tf.errors.InvalidArgumentError as e:
+            if not debugging.is_numerics_error(e):
+                raise
+            raise NumericsError(debugging.numerics_message(
+                e, step, self.checkpoints.manager.latest_checkpoint)) from None
         except PEER_ERRORS as e:
             if not (self.in_cluster or self.hooks.parameter_server):
                 raise
@@ -108,12 +129,14 @@ class TrainingLoop:
                 f"The last checkpoint ({self.checkpoints.latest or 'none yet'}) "
                 f"is kept: re-run the same launch command to resume from it."
             ) from e
+        self.profiler.after(self.step)
         self.stop_requested = self.stop_requested or stop
+        self.checkpoints.examples_seen.assign_add(int(counts[task_lib.EXAMPLES]))
         return loss, grad_norm, counts
 
     def _log(self, progress: summaries.Progress, step: int, loss: float, grad_norm: float,
              counts: list[float]) -> None:
-        line = progress.update(step, loss, *counts)
+        line = progress.update(step, loss, *counts[:task_lib.NUM_COUNTS])
         if line is None:
             return
         lr = float(self.learning_rate(step))
@@ -122,8 +145,38 @@ class TrainingLoop:
             tf.summary.scalar("loss", loss)
             tf.summary.scalar("learning_rate", lr)
             tf.summary.scalar("gradient_global_norm", grad_norm)
+            tf.summary.scalar("examples_seen", int(self.checkpoints.examples_seen.numpy()))
             for name, value in progress.rates().items():
                 tf.summary.scalar(name, value)
+            self._layer_summaries(counts[task_lib.NUM_COUNTS:])
+
+    def _log_due(self, next_step: int, target: int) -> bool:
+        every = max(1, self.config.log_every_steps)
+        return next_step % every == 0 or next_step == target
+
+    def _layer_summaries(self, grad_squares: list[float]) -> None:
+        """Per top-level layer: gradient and parameter norms, update/parameter ratio of
+        this step (the gradient norms with several replicas: the root mean square of the
+        replicas' parts, like gradient_global_norm; exact with one)."""
+        if self.groups is None or not self.is_chief:
+            return
+        names, index = self.groups
+        variables = self.model.trainable_variables
+        replicas = max(1, self.hooks.runtime.num_replicas)
+        param_norms, param_global = layer_stats.parameter_norms(variables, index, len(names))
+        tf.summary.scalar("parameter_global_norm", param_global)
+        ratios = None
+        if self._snapshot is not None:
+            ratios, total = self._snapshot.update_ratios(variables, index, len(names))
+            tf.summary.scalar("update_ratio", total)
+            self._snapshot = None
+        for i, name in enumerate(names):
+            tf.summary.scalar(f"layers/parameter_norm/{name}", param_norms[i])
+            if i < len(grad_squares):
+                tf.summary.scalar(f"layers/gradient_norm/{name}",
+                                  math.sqrt(max(float(grad_squares[i]), 0.0) / replicas))
+            if ratios is not None:
+                tf.summary.scalar(f"layers/update_ratio/{name}", ratios[i])
 
     def _check_finite(self, step: int, loss: float) -> None:
         if not math.isfinite(loss):
@@ -146,6 +199,10 @@ class TrainingLoop:
         last_metrics: dict[str, float] = {}
         try:
             while self.step < target and not self.stop_requested:
+                if (self.groups is not None and self.is_chief and not self.hooks.parameter_server
+                        and self._log_due(self.step + 1, target)):
+                    # The update of the coming (logged) step, measured against these values.
+                    self._snapshot = layer_stats.WeightSnapshot(self.model.trainable_variables)
                 loss, grad_norm, counts = self._run_steps(target)
                 step = self.step
                 self.loss_history.append((step, loss))
@@ -161,9 +218,14 @@ class TrainingLoop:
             raise
         finally:
             restore_signals()
+            self.profiler.stop()
         path = self.save()
         if self.stop_requested:
             print(f"Stopped by a signal at step {self.step}: saved {path}.", flush=True)
+        if self.config.overfit_batches and self.is_chief:
+            _, verdict = debugging.overfit_report(self.loss_history, self.config.overfit_batches,
+                                                  self.task.hparams)
+            print(verdict, flush=True)
         return last_metrics
 
     def train_and_evaluate(self) -> dict[str, float]:

@@ -1,5 +1,5 @@
-"""Process-wide state, set in one place at start-up: the strategy, op determinism, seeds
-and the mixed-precision policy.
+"""Process-wide state, set in one place at start-up: GPU memory, the strategy, op
+determinism, seeds, the mixed-precision policy and numerics checking.
 
     runtime = start(RuntimeConfig(deterministic=True))   # first thing in the process
     runtime.strategy, runtime.seed, runtime.is_chief
@@ -16,6 +16,7 @@ from typing import Any
 
 import keras
 import tensorflow as tf
+from absl import logging
 
 from t2t.config import MIXED_PRECISION_CHOICES, InputConfig, RuntimeConfig
 from t2t.trainer import strategy as strategy_lib
@@ -55,11 +56,60 @@ class Runtime:
 
 def check(config: RuntimeConfig) -> None:
     """ValueError for settings that can never work, before anything starts."""
+    if config.gpu_memory_limit_mb < 0:
+        raise ValueError(f"gpu_memory_limit_mb={config.gpu_memory_limit_mb}: use a size in "
+                         f"MiB, or 0 for no limit.")
+    if config.check_numerics and config.xla_compile:
+        raise ValueError("--check_numerics cannot check ops inside an XLA-compiled step: "
+                         "drop --xla_compile while checking numerics.")
     if config.mixed_precision and config.mixed_precision not in MIXED_PRECISION_CHOICES:
         raise ValueError(
             f"mixed_precision={config.mixed_precision!r}: use "
             f"{' or '.join(MIXED_PRECISION_CHOICES)}."
         )
+
+
+class DeviceSettingsError(RuntimeError):
+    """GPU settings that cannot be applied (TensorFlow already uses the GPUs)."""
+
+
+def configure_gpus(memory_growth: bool = True, memory_limit_mb: int = 0,
+                   gpus: list[Any] | None = None) -> str:
+    """Applies the GPU memory settings to every visible GPU, before any op runs; returns
+    what was done, in one line.
+
+    memory_growth: allocate as needed (so jobs can share a GPU) instead of all memory.
+    memory_limit_mb: > 0 caps each GPU at this many MiB (a logical device of that size;
+    TensorFlow cannot combine it with memory growth, so it replaces it).
+    gpus: the physical GPUs (default: tf.config.list_physical_devices("GPU"))."""
+    if memory_limit_mb < 0:
+        raise ValueError(f"gpu_memory_limit_mb={memory_limit_mb}: use a size in MiB, or 0 "
+                         f"for no limit.")
+    gpus = tf.config.list_physical_devices("GPU") if gpus is None else gpus
+    if not gpus:
+        asked = f"--gpu_memory_limit_mb={memory_limit_mb}" if memory_limit_mb else (
+            "--gpu_memory_growth" if memory_growth else "--nogpu_memory_growth")
+        return f"No GPU visible: {asked} does not apply (training on the CPU)."
+    try:
+        for gpu in gpus:
+            if memory_limit_mb:
+                current = tf.config.get_logical_device_configuration(gpu) or []
+                if [c.memory_limit for c in current] == [memory_limit_mb]:
+                    continue  # applied already (a binary applies it before start())
+                tf.config.set_logical_device_configuration(
+                    gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=memory_limit_mb)])
+            elif tf.config.experimental.get_memory_growth(gpu) != memory_growth:
+                tf.config.experimental.set_memory_growth(gpu, memory_growth)
+    except (RuntimeError, ValueError) as e:
+        raise DeviceSettingsError(
+            f"Could not apply the GPU memory settings (gpu_memory_growth={memory_growth}, "
+            f"gpu_memory_limit_mb={memory_limit_mb}): {e}. They must be set before "
+            f"TensorFlow first uses a GPU: call t2t.trainer.runtime.start (or "
+            f"configure_gpus) first thing in the process.") from None
+    names = ", ".join(gpu.name.replace("/physical_device:", "") for gpu in gpus)
+    if memory_limit_mb:
+        return f"GPUs {names}: at most {memory_limit_mb} MiB each."
+    return f"GPUs {names}: memory growth {'on' if memory_growth else 'off (all memory)'}."
 
 
 def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
@@ -70,6 +120,8 @@ def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
     `strategy`: an already created strategy to use instead of creating one."""
     config = config or RuntimeConfig()
     check(config)
+    if strategy is None:  # a given strategy has already initialized the devices
+        logging.info(configure_gpus(config.gpu_memory_growth, config.gpu_memory_limit_mb))
     strategy = strategy or strategy_lib.create_strategy(config)
     seed = config.random_seed
     if config.deterministic:
@@ -81,4 +133,8 @@ def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
     # float32 unless asked: a run never inherits another run's 16-bit policy.
     precision = config.mixed_precision
     keras.mixed_precision.set_global_policy(f"mixed_{precision}" if precision else "float32")
+    if config.check_numerics:
+        # Instruments every op of the functions traced from now on (before the first
+        # train step is traced): the first NaN/Inf raises, naming its op.
+        tf.debugging.enable_check_numerics()
     return Runtime(config, strategy, seed)

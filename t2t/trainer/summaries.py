@@ -21,19 +21,23 @@ def decode_ids(encoder: Any, ids: Any) -> str:
 
 
 class Progress:
-    """One line every `every` steps: step, loss, steps/s, tokens/s and the ETA."""
+    """One line every `every` steps: step, loss, steps/s, tokens/s and the ETA; `rates()`
+    for TensorBoard adds the padding fraction of the window's batches."""
 
     def __init__(self, start_step: int, target_step: int, every: int):
         self.target, self.every = target_step, max(1, every)
         self.window_start = time.monotonic()
         self.window_step = start_step
-        self.window_tokens = self.window_examples = 0.0
+        self.window_tokens = self.window_examples = self.window_positions = 0.0
         self._rates: dict[str, float] = {}
 
-    def update(self, step: int, loss: float, examples: float, tokens: float) -> str | None:
-        """Adds one step's counts; returns the line to show when one is due."""
+    def update(self, step: int, loss: float, examples: float, tokens: float,
+               positions: float = 0.0) -> str | None:
+        """Adds one step's counts (token `positions`, padding included, give the padding
+        fraction); returns the line to show when one is due."""
         self.window_tokens += tokens
         self.window_examples += examples
+        self.window_positions += positions
         if step % self.every and step != self.target:
             return None
         now = time.monotonic()
@@ -45,9 +49,11 @@ class Progress:
             "examples_per_sec": self.window_examples / elapsed,
             "tokens_per_sec": self.window_tokens / elapsed,
         }
+        if self.window_positions:
+            self._rates["padding_fraction"] = 1.0 - self.window_tokens / self.window_positions
         eta = (self.target - step) / steps_per_s if steps_per_s > 0 else float("inf")
         self.window_start, self.window_step = now, step
-        self.window_tokens = self.window_examples = 0.0
+        self.window_tokens = self.window_examples = self.window_positions = 0.0
         rate = f"{self._rates['examples_per_sec']:,.1f} examples/s"
         if self._rates["tokens_per_sec"]:
             rate = f"{self._rates['tokens_per_sec']:,.0f} tokens/s {rate}"

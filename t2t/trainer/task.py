@@ -34,9 +34,9 @@ from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
+from t2t.trainer import layer_stats, optimizers
 from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib
-from t2t.trainer import optimizers
 
 # Images this small (px on a side) call for the hparams sets tuned on CIFAR-sized data.
 SMALL_IMAGE_PX = 64
@@ -46,15 +46,24 @@ SMALL_IMAGE_SETS = {"resnet": ("resnet_cifar_15", "resnet_cifar_32"),
 TRAINING_LOSS = "training"  # the key of the loss the model minimizes
 
 
+# The layout of a train step's counts vector: these, then each layer group's squared
+# gradient norm (t2t.trainer.layer_stats).
+EXAMPLES, TOKENS, POSITIONS = 0, 1, 2
+NUM_COUNTS = 3
+
+
 def count_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
-    """float32 [examples, non-padding tokens] of a batch (tokens of inputs and targets)."""
+    """float32 [examples, non-padding tokens, token positions] of a batch (tokens and
+    positions of the 2-D integer inputs and targets; 1 - tokens / positions is the
+    padding fraction)."""
     examples = tf.cast(tf.shape(features["targets"])[0], tf.float32)
-    tokens = tf.constant(0.0)
+    tokens = positions = tf.constant(0.0)
     for name in ("inputs", "targets"):
         value = features.get(name)
         if value is not None and value.dtype.is_integer and len(value.shape) == 2:
             tokens += tf.reduce_sum(tf.cast(tf.not_equal(value, 0), tf.float32))
-    return tf.stack([examples, tokens])
+            positions += tf.cast(tf.size(value), tf.float32)
+    return tf.stack([examples, tokens, positions])
 
 
 class Task:
@@ -160,10 +169,13 @@ class Task:
                 loss += value / ctx.num_replicas_in_sync
         return loss + optimizers.weight_decay_loss(variables, self.hparams) / ctx.num_replicas_in_sync
 
-    def train_step_fn(self, model: Any, optimizer: Any, xla_compile: bool = False
+    def train_step_fn(self, model: Any, optimizer: Any, xla_compile: bool = False,
+                      grad_groups: tuple[list[str], list[int]] | None = None
                       ) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor, tf.Tensor]]:
-        """A replica's training step: features -> (loss, gradient global norm,
-        [examples, tokens]); the forward/backward pass is XLA-compiled if asked."""
+        """A replica's training step: features -> (loss, gradient global norm, counts:
+        [examples, tokens, positions] then, with `grad_groups` (names, group of each
+        trainable variable; layer_stats.variable_groups), each group's squared gradient
+        norm before clipping); the forward/backward pass is XLA-compiled if asked."""
         variables = model.trainable_variables
         clip_norm = self.hparams.clip_grad_norm
 
@@ -179,6 +191,14 @@ class Task:
 
         def train_step(features):
             loss, grads, counts = forward_backward(features)
+            if grad_groups is not None:
+                names, index = grad_groups
+                squared = layer_stats.grouped_squared_norms(grads, index, len(names))
+                scale = getattr(optimizer, "dynamic_scale", None)
+                if scale is not None:  # gradients of a scaled loss: unscale the norms
+                    squared = squared / tf.square(tf.cast(tf.convert_to_tensor(scale),
+                                                          tf.float32))
+                counts = tf.concat([counts, squared], axis=0)
             grads, grad_norm = optimizers.clip_gradients(
                 grads, clip_norm, loss_scale=getattr(optimizer, "dynamic_scale", None))
             optimizer.apply_gradients(zip(grads, variables, strict=True))

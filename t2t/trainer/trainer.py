@@ -25,17 +25,25 @@ from absl import logging
 from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
 from t2t.hparams.hparams import HParams
 from t2t.problems import problem as problem_lib
+from t2t.trainer import debugging, profiling, run_dir
 from t2t.trainer import hooks as hooks_lib
-from t2t.trainer import run_dir
 from t2t.trainer import runtime as runtime_lib
 from t2t.trainer.checkpointing import RunCheckpoints
-from t2t.trainer.loop import ClusterError, NonFiniteLossError, TrainingLoop
+from t2t.trainer.loop import ClusterError, NonFiniteLossError, NumericsError, TrainingLoop
 from t2t.trainer.task import Task
 
 # The schedules that train: their runs record where their data and code are.
 TRAINING_SCHEDULES = ("train", "train_and_evaluate")
 
-__all__ = ["ClusterError", "NonFiniteLossError", "Trainer", "TrainerConfig"]
+__all__ = ["ClusterError", "NonFiniteLossError", "NumericsError", "Trainer", "TrainerConfig"]
+
+
+def check_config(config: TrainerConfig) -> None:
+    """ValueError for TrainerConfig values that can never work (before anything is built)."""
+    profiling.parse_profile_steps(config.profile_steps)
+    if config.overfit_batches < 0:
+        raise ValueError(f"overfit_batches={config.overfit_batches}: give the number of "
+                         f"batches to overfit (>= 1), or 0 to train normally.")
 
 
 class Trainer:
@@ -59,6 +67,7 @@ class Trainer:
         elif not isinstance(runtime, runtime_lib.Runtime):
             runtime = runtime_lib.start(runtime)
         self.runtime, self.config = runtime, config or TrainerConfig()
+        check_config(self.config)
         self.output_dir, self.run_info = output_dir, run_info or {}
         self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split,
                          hparams_set=self.run_info.get("hparams_set"))
@@ -158,8 +167,10 @@ class Trainer:
         config = self.input_config
         if seed_offset and config.seed is not None:
             config = dataclasses.replace(config, seed=config.seed + seed_offset)
-        return self.hooks.train_iterator(
-            self.task.input_fn(problem_lib.TRAIN, config, self.batching))
+        dataset_fn = self.task.input_fn(problem_lib.TRAIN, config, self.batching)
+        if self.config.overfit_batches:
+            dataset_fn = debugging.overfit_dataset_fn(dataset_fn, self.config.overfit_batches)
+        return self.hooks.train_iterator(dataset_fn)
 
     # ------------------------------------------------------------------ running
     @property

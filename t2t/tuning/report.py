@@ -19,6 +19,7 @@ from typing import Any
 
 from t2t.tuning import search_space
 from t2t.tuning.study import _write_atomic, is_interrupted
+from t2t.utils import optional_deps
 
 
 def _fmt(value: Any) -> str:
@@ -138,11 +139,11 @@ def write_report(study: Any, rhp: Any, output_dir: str, user_overrides: str = ""
 
 
 def _figure(width: float, height: float):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(width, height), dpi=100)
-    FigureCanvasAgg(figure)
+    backend = optional_deps.require("matplotlib.backends.backend_agg", "tuning",
+                                    "t2t-tuner's plots")
+    figure = optional_deps.require("matplotlib.figure", "tuning", "t2t-tuner's plots").Figure(
+        figsize=(width, height), dpi=100)
+    backend.FigureCanvasAgg(figure)
     return figure
 
 
@@ -196,7 +197,7 @@ def plot_objective(study: Any, path: str) -> str:
 
 def plot_importance(study: Any, path: str) -> str:
     """A bar per parameter: its importance for the objective (sums to 1)."""
-    import optuna
+    optuna = optional_deps.require("optuna", "tuning", "t2t-tuner")
     from optuna.trial import TrialState
 
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))

@@ -37,6 +37,7 @@ from typing import Any
 
 from t2t.config import SAMPLERS, TunerConfig  # noqa: F401  (TunerConfig re-exported)
 from t2t.tuning import search_space
+from t2t.utils import optional_deps
 
 EVAL_RESULTS_FILE = "eval_results.jsonl"
 LOG_FILE = "trial.log"
@@ -89,11 +90,16 @@ def _retry_interrupted(study: Any, trial: Any) -> None:
     study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
 
 
+def _optuna() -> Any:
+    """The optuna module (setup.py's extra "tuning"), or MissingDependencyError naming it."""
+    return optional_deps.require("optuna", "tuning", "t2t-tuner")
+
+
 def make_storage(config: TunerConfig) -> Any:
     """An RDBStorage with heartbeats (a dead tuner's trials become stale). Tuners that
     start together may race to create the tables: SQLite ones take turns under the file
     lock, others retry."""
-    import optuna
+    optuna = _optuna()
     import sqlalchemy.exc
 
     url = config.storage_url()
@@ -127,7 +133,7 @@ def make_storage(config: TunerConfig) -> Any:
 
 def make_sampler(config: TunerConfig, rhp: Any, seed: int) -> Any:
     """The sampler for one trial, seeded with `seed` (the trial's expected number)."""
-    import optuna
+    optuna = _optuna()
 
     startup = max(1, min(10, config.num_trials // 3))
     tpe = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
@@ -146,11 +152,10 @@ def check_sampler(config: TunerConfig, rhp: Any) -> str | None:
         raise TunerError(f"--sampler={config.sampler!r}: use one of {', '.join(SAMPLERS)}.")
     if config.sampler != "cmaes":
         return None
-    import importlib.util
-
-    if importlib.util.find_spec("cmaes") is None:
-        raise TunerError("--sampler=cmaes needs the `cmaes` package: pip install cmaes "
-                         "(or use --sampler=tpe).")
+    try:
+        optional_deps.require("cmaes", "tuning", "--sampler=cmaes")
+    except optional_deps.MissingDependencyError as e:
+        raise TunerError(f"{e} (or use --sampler=tpe).") from None
     numeric = [r.name for r in rhp.ranges() if r.kind in ("float", "int")]
     others = [r.name for r in rhp.ranges() if r.kind not in ("float", "int")]
     if not numeric:
@@ -165,7 +170,7 @@ def check_sampler(config: TunerConfig, rhp: Any) -> str | None:
 
 def open_study(config: TunerConfig, storage: Any = None) -> Any:
     """Creates the study, or loads it (checking it tunes the same objective)."""
-    import optuna
+    optuna = _optuna()
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = storage if storage is not None else make_storage(config)
@@ -302,7 +307,7 @@ class Tuner:
     """Drives `parallel_trials` worker threads, each running one trial at a time."""
 
     def __init__(self, config: TunerConfig, rhp: Any, storage: Any) -> None:
-        import optuna
+        optuna = _optuna()
 
         self.config, self.rhp, self.storage = config, rhp, storage
         self.url = config.storage_url()
@@ -345,7 +350,7 @@ class Tuner:
         return not (interrupted or (self.stop.is_set() and self.abort_message is None))
 
     def _worker(self, done: threading.Event) -> None:
-        import optuna
+        optuna = _optuna()
 
         try:
             study = optuna.load_study(study_name=self.config.study_name,
@@ -368,7 +373,7 @@ class Tuner:
     def _next_trial(self, study: Any) -> Any:
         """(trial, hparam values) for a new trial; _WAIT while others' trials may still
         fall short of num_trials; None when the study is done."""
-        import optuna
+        optuna = _optuna()
         from optuna.trial import TrialState
 
         with self._lock, _creation_lock(self.url, self.storage, self.config.study_name):
@@ -410,7 +415,7 @@ class Tuner:
 
     def _run_trial(self, study: Any, trial: Any, values: dict[str, Any], override: str,
                    trial_dir: str) -> None:
-        import optuna
+        optuna = _optuna()
         from optuna.trial import TrialState
 
         number = trial.number

@@ -141,7 +141,12 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
 
     [entry] = _entries(path)
     assert entry["quick"] is True and entry["failed"] == []
-    assert set(entry["git"]) == {"commit", "dirty"} and entry["timestamp"].endswith("+00:00")
+    assert set(entry["git"]) == {"commit", "dirty", "diff"}
+    assert entry["timestamp"].endswith("+00:00")
+    assert len(entry["load"]["start"]) == 3 and len(entry["load"]["end"]) == 3
+    assert entry["key_figure_info"]["datagen: peak memory 10N/N"] == {"unit": "x",
+                                                                      "better": "lower"}
+    assert entry["key_figure_info"][TRAINER_BARE_KEY] == {"unit": "x", "better": "higher"}
     assert entry["host"]["cpu_model"] and entry["host"]["cpus"] >= 1
     assert {"python", "tensorflow", "keras", "torch"} <= set(entry["versions"])
     assert entry["results"]["training"]["figures"]["rows"][3]["mfu"] == pytest.approx(0.1)

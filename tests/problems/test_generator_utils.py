@@ -105,3 +105,99 @@ def test_to_example_types():
     assert features["raw"].bytes_list.value == [b"\x00"]
     with pytest.raises(ValueError, match="cannot store"):
         generator_utils.to_example({"bad": [object()]})
+
+
+def _xs(paths):
+    """The first value of "x" of every record, shard by shard."""
+    return [[values[0] for values in _read_all([path])] for path in paths]
+
+
+def test_deal_to_splits_is_t2t_round_robin_over_all_shards(tmp_path):
+    """Train 9 : dev 1 shards, one stream: the same files as T2T's generate_files over
+    the 10 paths, so every 10th example (9, 19, ...) is in dev and nowhere else."""
+    train = generator_utils.shard_paths(str(tmp_path / "a"), "p", "train", 9)
+    dev = generator_utils.shard_paths(str(tmp_path / "a"), "p", "dev", 1)
+    os.makedirs(tmp_path / "a")
+    summaries = generator_utils.deal_to_splits(
+        lambda: _examples(100), {"train": train, "dev": dev}, {"train": 9, "dev": 1},
+        progress=False)
+    assert summaries["dev"].examples == 10 and summaries["train"].examples == 90
+    assert summaries["train"].shards_written == 9 and summaries["dev"].shards_written == 1
+    assert _xs(dev) == [list(range(9, 100, 10))]
+    assert sorted(sum(_xs(train), [])) == [i for i in range(100) if i % 10 != 9]
+    os.makedirs(tmp_path / "b")
+    t2t_paths = [p.replace(str(tmp_path / "a"), str(tmp_path / "b")) for p in train + dev]
+    generator_utils.generate_files(_examples(100), t2t_paths)
+    assert _xs(t2t_paths) == _xs(train + dev)
+
+
+def test_deal_keeps_the_proportions_when_shard_counts_change(tmp_path):
+    """--num_shards=2 changes the train files, not which examples go to dev."""
+    train = generator_utils.shard_paths(str(tmp_path), "p", "train", 2)
+    dev = generator_utils.shard_paths(str(tmp_path), "p", "dev", 1)
+    generator_utils.deal_to_splits(lambda: _examples(50), {"train": train, "dev": dev},
+                                   {"train": 9, "dev": 1}, progress=False)
+    assert _xs(dev) == [[9, 19, 29, 39, 49]]
+    assert _xs(train)[0][:5] == [0, 2, 4, 6, 8] and len(sum(_xs(train), [])) == 45
+
+
+def test_deal_max_cases_caps_each_split(tmp_path):
+    train = generator_utils.shard_paths(str(tmp_path), "p", "train", 3)
+    dev = generator_utils.shard_paths(str(tmp_path), "p", "dev", 1)
+    pulled = []
+
+    def examples():
+        for example in _examples(1000):
+            pulled.append(example["x"][0])
+            yield example
+
+    summaries = generator_utils.deal_to_splits(
+        examples, {"train": train, "dev": dev}, {"train": 3, "dev": 1}, max_cases=4,
+        progress=False)
+    assert summaries["train"].examples == 4 and summaries["dev"].examples == 4
+    assert _xs(dev) == [[3, 7, 11, 15]]
+    assert sorted(sum(_xs(train), [])) == [0, 1, 2, 4]
+    assert len(pulled) == 17  # stops at the first example after every split is full
+
+
+def test_deal_rerun_writes_only_missing_shards_with_the_same_examples(tmp_path):
+    train = generator_utils.shard_paths(str(tmp_path), "p", "train", 2)
+    dev = generator_utils.shard_paths(str(tmp_path), "p", "dev", 1)
+    deal = lambda: generator_utils.deal_to_splits(  # noqa: E731
+        lambda: _examples(30), {"train": train, "dev": dev}, {"train": 2, "dev": 1},
+        progress=False)
+    deal()
+    before = _xs(train + dev)
+    os.remove(dev[0])
+    summaries = deal()
+    assert summaries["dev"].shards_written == 1 and summaries["dev"].examples == 10
+    assert summaries["train"].shards_skipped == 2 and summaries["train"].examples == 0
+    assert _xs(train + dev) == before
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".incomplete")]
+
+
+def test_deal_rejects_bad_weights(tmp_path):
+    paths = {"train": generator_utils.shard_paths(str(tmp_path), "p", "train", 1)}
+    with pytest.raises(ValueError, match=r"Split 'train': weight .* got 0"):
+        generator_utils.deal_to_splits(lambda: _examples(1), paths, {"train": 0})
+    with pytest.raises(ValueError, match="same splits"):
+        generator_utils.deal_to_splits(lambda: _examples(1), paths, {"dev": 1})
+
+
+def test_t2t_generate_files_cycle_and_none_cases(tmp_path):
+    paths = generator_utils.shard_paths(str(tmp_path), "p", "train", 2)
+    cases = [{"x": [i]} if i != 2 else None for i in range(7)]
+    generator_utils.generate_files(iter(cases), paths, cycle_every_n=2)
+    assert _xs(paths) == [[0, 1, 5, 6], [3, 4]]  # None skipped, 2 examples per turn
+    generator_utils.generate_files(iter([{"x": [99]}]), paths)  # every file exists: skip
+    assert _xs(paths) == [[0, 1, 5, 6], [3, 4]]
+    with pytest.raises(ValueError, match="cycle_every_n must be >= 1"):
+        generator_utils.generate_files(iter(cases), paths, cycle_every_n=0)
+
+
+def test_t2t_generate_dataset_and_shuffle_writes_both(tmp_path):
+    train = generator_utils.shard_paths(str(tmp_path), "p", "train", 2)
+    dev = generator_utils.shard_paths(str(tmp_path), "p", "dev", 1)
+    generator_utils.generate_dataset_and_shuffle(_examples(6), train, _examples(2), dev)
+    assert _xs(train) == [[0, 2, 4], [1, 3, 5]] and _xs(dev) == [[0, 1]]
+    assert generator_utils.count_records(train + dev) == 8

@@ -241,3 +241,20 @@ def test_decode_examples_parses_a_batch() -> None:
     assert parsed["inputs"].dtype == tf.string and parsed["inputs"].shape == (4,)
     assert parsed["targets"].dtype == tf.int32
     assert parsed["targets"].numpy().tolist() == [[0], [1], [2], [3]]
+
+
+def test_generate_images_without_a_mirror_parameter(tmp_path) -> None:
+    """An override without `mirror` (T2T-style signature) reads self.data_mirror."""
+    seen = []
+
+    class NoMirror(ToyImages):
+        def generate_images(self, data_dir, tmp_dir, split):
+            seen.append(self.data_mirror)
+            yield _image(0), 3
+
+    prob = NoMirror()
+    examples = list(prob.generate_examples(str(tmp_path), str(tmp_path), "train",
+                                           mirror="/mirror"))
+    assert len(examples) == 1 and examples[0]["image/class/label"] == [3]
+    list(prob.generate_examples(str(tmp_path), str(tmp_path), "train"))
+    assert seen == ["/mirror", None] and prob.data_mirror is None

@@ -120,3 +120,89 @@ def test_sigkill_mid_generation_then_rerun_completes(tmp_path):
     count = prob.dataset(problem.TRAIN, data_dir).reduce(0, lambda n, _: n + 1)
     assert int(count) == 100_000
     assert not [f for f in os.listdir(data_dir) if f.endswith(generator_utils.INCOMPLETE_SUFFIX)]
+
+
+# ------------------------------------------------- Tensor2Tensor's Problem API
+
+class _T2TSplits(problem.Problem):
+    """dataset_splits as Tensor2Tensor defined it (a property returning dicts)."""
+
+    @property
+    def dataset_splits(self):
+        return [{"split": problem.DatasetSplit.TRAIN, "shards": 9},
+                {"split": problem.DatasetSplit.EVAL, "shards": 1}]
+
+
+def test_dataset_splits_define_splits():
+    assert list(_T2TSplits().splits) == [problem.SplitSpec("train", 9), problem.SplitSpec("dev", 1)]
+    assert problem.Problem().dataset_splits == [{"split": "train", "shards": 10},
+                                                {"split": "dev", "shards": 1}]
+    assert problem.Problem().is_generate_per_split is True
+    # T2T's DatasetSplit.EVAL value was "eval": it names the dev files.
+    specs = problem.split_specs([{"split": "train", "shards": 2}, {"split": "eval", "shards": 1},
+                                 {"split": "test", "shards": 1}], "p")
+    assert [(s.name, s.shards) for s in specs] == [("train", 2), ("dev", 1), ("test", 1)]
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([], r"dataset_splits \[\] is not a non-empty list"),
+    ({"split": "train", "shards": 1}, "is not a non-empty list"),
+    ([{"split": "train"}], "must be a dict with the keys 'split' and 'shards'"),
+    ([{"split": "train", "shards": 0}], r"split 'train' has shards=0; give an int >= 1"),
+    ([{"split": "train", "shards": "9"}], r"shards='9'"),
+    ([{"split": "my-train", "shards": 1}], r"split name 'my-train' must be .* without '-'"),
+    ([{"split": "dev", "shards": 1}, {"split": "eval", "shards": 1}], "'dev' is listed twice"),
+])
+def test_bad_dataset_splits_are_named(bad, message):
+    with pytest.raises(ValueError, match=message):
+        problem.split_specs(bad, "my_problem")
+
+
+def test_mirror_goes_only_to_methods_that_declare_it():
+    def t2t_style(data_dir, tmp_dir, dataset_split):
+        return (data_dir, tmp_dir, dataset_split)
+
+    def t2t_kwargs(data_dir, tmp_dir, dataset_split, **kwargs):
+        return kwargs
+
+    def declared(data_dir, *, mirror=None):
+        return mirror
+
+    assert problem.call_with_mirror(t2t_style, "d", "t", "train", mirror="m") == ("d", "t", "train")
+    assert problem.call_with_mirror(t2t_kwargs, "d", "t", "dev", mirror="m") == {"mirror": "m"}
+    assert problem.call_with_mirror(declared, "d", mirror="m") == "m"
+    assert not problem.accepts_keyword(len, "mirror")
+
+
+def test_using_mirror_sets_and_restores_data_mirror():
+    prob = problem.Problem()
+    with prob.using_mirror("/mirror"):
+        assert prob.data_mirror == "/mirror"
+        with prob.using_mirror(None):  # None keeps the mirror in force
+            assert prob.data_mirror == "/mirror"
+    assert prob.data_mirror is None and "data_mirror" not in vars(prob)
+
+
+class _T2TGenerateData(problem.Problem):
+    """A Problem written against T2T: its own generate_data(data_dir, tmp_dir, task_id)."""
+
+    seen: list = []
+
+    def generate_data(self, data_dir, tmp_dir, task_id=-1):
+        self.seen.append((task_id, self.data_mirror))
+        generator_utils.generate_dataset_and_shuffle(
+            ({"inputs": [i + 2, 1], "targets": [i + 3, 1]} for i in range(12)),
+            self.training_filepaths(data_dir, 3, shuffled=False),
+            ({"inputs": [i + 50, 1], "targets": [i + 51, 1]} for i in range(4)),
+            self.dev_filepaths(data_dir, 1, shuffled=False))
+
+
+def test_t2t_generate_data_override_is_called_by_t2t(tmp_path):
+    prob = _T2TGenerateData()
+    summaries = prob.generate_data(str(tmp_path), str(tmp_path / "tmp"), mirror="/m",
+                                   max_cases=5, progress=False)
+    assert _T2TGenerateData.seen == [(-1, "/m")] and prob.data_mirror is None
+    assert {k: (s.examples, s.shards_written) for k, s in summaries.items()} == {
+        "train": (12, 3), "dev": (4, 1)}
+    dev = _as_lists(prob.dataset(problem.EVAL, str(tmp_path), deterministic=True))
+    assert [ex["inputs"] for ex in dev] == [[50, 1], [51, 1], [52, 1], [53, 1]]

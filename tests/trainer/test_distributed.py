@@ -10,6 +10,7 @@ longest are marked slow: CI runs the others, `python -m pytest -m slow` these.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
@@ -58,23 +59,33 @@ def eval_steps(output_dir):
         return [json.loads(line)["step"] for line in f]
 
 
+def assert_one_trace(output_dir, marker):
+    """--profile_steps wrote one trace (the chief's) holding `marker`."""
+    traces = glob.glob(os.path.join(output_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
+    assert len(traces) == 1, traces
+    with open(traces[0], "rb") as f:
+        assert marker in f.read()
+
+
 def test_two_workers_train_and_only_the_chief_writes(data_dir, tmp_path):
     out = tmp_path / "run"
     output = run(LAUNCH + ["--num_workers=2", "--"] + ["t2t-trainer"]
-                 + trainer_args(data_dir, out, 20))
+                 + trainer_args(data_dir, out, 20, "--profile_steps=5,6"))
     assert "MultiWorkerMirroredStrategy" in output or "CollectiveAllReduceStrategy" in output
     assert "2 replica(s), cluster of 2 worker; this is worker 0 (chief)" in output
     assert "this is worker 1;" in output
     assert checkpoint_steps(out) == [10, 20]
     assert eval_steps(out) == [20]  # one line per evaluation: the chief's alone
     assert not (out / "tmp_workers").exists()  # the other worker's scratch is removed
+    assert_one_trace(out, b"train_step")  # the chief's alone
 
 
 def test_parameter_server_training(data_dir, tmp_path):
     out = tmp_path / "run"
     output = run(LAUNCH + ["--num_workers=1", "--num_ps=1", "--"] + ["t2t-trainer"]
-                 + trainer_args(data_dir, out, 20, "--sync=false"))
+                 + trainer_args(data_dir, out, 20, "--sync=false", "--profile_steps=5,6"))
     assert "ParameterServerStrategy" in output
+    assert_one_trace(out, b"train")  # the coordinator's side, on the chief
     assert checkpoint_steps(out) == [10, 20]
     assert eval_steps(out) == [20]
 

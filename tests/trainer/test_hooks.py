@@ -35,7 +35,8 @@ class _Result:
         self.step = step
 
     def fetch(self):
-        return float(self.step), 0.5, [2.0, 10.0]
+        # [examples, tokens, positions, squared gradient norm of each layer group]
+        return float(self.step), 0.5, [2.0, 10.0, 16.0, float(self.step), 4.0]
 
 
 class _Coordinator:
@@ -56,7 +57,8 @@ def test_parameter_servers_schedule_steps_up_to_the_next_boundary():
     # At step 13 with logs every 10, checkpoints every 25, evals every 100: to 20.
     loss, norm, counts, stop = hooks.run_steps(None, None, 13, 1000, (10, 25, 100), False)
     assert hooks.coordinator.scheduled == 7 and (loss, norm) == (7.0, 0.5)
-    assert counts == [14.0, 70.0] and stop is False  # summed over the 7 steps
+    # Counts summed over the 7 steps; the layers' gradient norms are the last step's.
+    assert counts == [14.0, 70.0, 112.0, 7.0, 4.0] and stop is False
     hooks.coordinator = _Coordinator()
     hooks.run_steps(None, None, 18, 19, (10, 25, 100), False)  # the target comes first
     assert hooks.coordinator.scheduled == 1

@@ -4,12 +4,16 @@ import pytest
 import tensorflow as tf
 
 from t2t.trainer import loop as loop_lib
+from t2t.trainer import profiling
 
 
 class _Hooks:
     """Stands in for the strategy hooks: every step fails as a lost peer would."""
 
     parameter_server = False
+
+    def last_step(self, step, target, every):
+        return step + 1
 
     def run_steps(self, *args):
         raise tf.errors.UnavailableError(None, None, "Socket closed\nmore detail")
@@ -28,6 +32,7 @@ def _loop(in_cluster):
     loop.config = type("Config", (), {"log_every_steps": 10, "save_checkpoints_steps": 10,
                                       "local_eval_frequency": 10})()
     loop.stop_requested, loop.train_step, loop.iterator = False, None, None
+    loop.profiler = profiling.StepProfiler(None, "/unused")
     loop.optimizer = type("Optimizer", (), {"iterations": tf.Variable(20, dtype=tf.int64)})()
     loop.task = type("Task", (), {"divergence_hint": lambda self: " HINT."})()
     return loop

@@ -26,7 +26,7 @@ def task(tmp_path_factory):
 def test_count_tokens_counts_examples_and_non_padding_tokens():
     features = {"inputs": tf.constant([[3, 4, 1, 0], [3, 1, 0, 0]]),
                 "targets": tf.constant([[4, 1], [1, 0]])}
-    np.testing.assert_array_equal(task_lib.count_tokens(features).numpy(), [2.0, 8.0])
+    np.testing.assert_array_equal(task_lib.count_tokens(features).numpy(), [2.0, 8.0, 12.0])
 
 
 def test_a_train_step_lowers_the_loss_of_a_batch(task):

@@ -26,6 +26,8 @@ _PRE_INIT_NOTICE = re.compile(
     r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR$")
 # glog/absl C++ lines: severity letter, MMDD, time, thread id, file:line]
 _CPP_LINE = re.compile(r"^([IWEF])\d{4} [\d:.]+\s+\d+ (\S+:\d+)\] (.*)$")
+# TensorFlow <= 2.19's own logger: date time: severity file:line]
+_TSL_LINE = re.compile(r"^\d{4}-\d\d-\d\d [\d:.]+: ([IWEF]) (\S+:\d+)\] (.*)$")
 _CPU_FEATURE_CONTINUATION = re.compile(
     r"^To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$")
 _HARMLESS_ERRORS = (
@@ -47,7 +49,7 @@ def is_chatter(line: str, *, nvidia_present: bool) -> bool:
     line = line.rstrip("\n")
     if _PRE_INIT_NOTICE.match(line) or _CPU_FEATURE_CONTINUATION.match(line):
         return True
-    match = _CPP_LINE.match(line)
+    match = _CPP_LINE.match(line) or _TSL_LINE.match(line)
     if not match:
         return False
     severity, message = match[1], match[3]

@@ -24,6 +24,12 @@ CHATTER = [
     "TensorFlow with the appropriate compiler flags.",
     "E0000 00:00:1795679626.586431   10518 cuda_dnn.cc:8310] Unable to register cuDNN factory: "
     "Attempting to register factory for plugin cuDNN when one has already been registered",
+    # TensorFlow 2.19 prints them in its own format (seen in the version matrix).
+    "2026-11-26 15:09:31.550849: E external/local_xla/xla/stream_executor/cuda/cuda_fft.cc:467] "
+    "Unable to register cuFFT factory: Attempting to register factory for plugin cuFFT when "
+    "one has already been registered",
+    "2026-11-26 15:09:31.560012: I tensorflow/core/platform/cpu_feature_guard.cc:210] This "
+    "TensorFlow binary is optimized to use available CPU instructions.",
 ]
 CUINIT = ("E0000 00:00:1795679535.092949   10364 cuda_platform.cc:52] failed call to cuInit: "
           "INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)")
@@ -32,6 +38,7 @@ REAL = [
     "F0000 00:00:1795679535.092949   10364 some_file.cc:12] Check failed: x == y",
     "Traceback (most recent call last):",
     "ImportError: libcudart.so.12: cannot open shared object file",
+    "2026-11-26 15:09:42.191370: F tensorflow/core/some_file.cc:12] Check failed: x == y",
 ]
 
 
@@ -46,9 +53,15 @@ def test_real_errors_are_kept(line):
     assert not tf_startup.is_chatter(line, nvidia_present=False)
 
 
-def test_a_failed_cuinit_is_an_error_only_where_a_driver_exists():
-    assert tf_startup.is_chatter(CUINIT, nvidia_present=False)
-    assert not tf_startup.is_chatter(CUINIT, nvidia_present=True)
+CUINIT_2_19 = ("2026-11-26 15:09:42.191370: E external/local_xla/xla/stream_executor/cuda/"
+               "cuda_platform.cc:51] failed call to cuInit: INTERNAL: CUDA error: Failed call "
+               "to cuInit: UNKNOWN ERROR (303)")
+
+
+@pytest.mark.parametrize("line", [CUINIT, CUINIT_2_19])
+def test_a_failed_cuinit_is_an_error_only_where_a_driver_exists(line):
+    assert tf_startup.is_chatter(line, nvidia_present=False)
+    assert not tf_startup.is_chatter(line, nvidia_present=True)
 
 
 def test_filtered_stderr_writes_back_what_is_not_chatter(capfd):

@@ -316,7 +316,8 @@ def trainer_path(problem: Any, model: str, hparams: HParams, data_dir: str, outp
 
     def step() -> tuple[float, float]:
         # TrainingLoop.train's per-step work: the step with the stop flag, then to host.
-        _, _, (examples, tokens) = trainer.loop._run_steps(config.train_steps)
+        _, _, counts = trainer.loop._run_steps(config.train_steps)
+        examples, tokens = counts[0], counts[1]  # then positions, per-layer gradient norms
         _ = trainer.step
         return examples, tokens
 

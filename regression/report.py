@@ -18,7 +18,7 @@ import os
 import platform
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from regression.cases import Case
@@ -383,3 +383,19 @@ def replace_block(text: str, block: str) -> str:
         head += "\n"
     return head + block.strip() + "\n" + "".join(lines[end:])
 
+
+
+def rewrite_marked_file(path: str, replace: Callable[[str, str], str], block: str) -> None:
+    """Rewrites the file `path` with `replace(its text, block)` (a marked README block);
+    RegressionError naming the file when it cannot be read or has no markers."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise RegressionError(f"cannot read {path}: {e}") from e
+    try:
+        updated = replace(text, block)
+    except RegressionError as e:
+        raise RegressionError(f"{path}: {e}") from e
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(updated)

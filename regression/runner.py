@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
+from regression import matrix
 from regression.cases import (
     CASES,
     CPU_2CORE,
@@ -60,6 +61,7 @@ from regression.report import (
     replace_block,
     report_paths,
     results_table,
+    rewrite_marked_file,
     value_text,
     write_report,
 )
@@ -580,17 +582,7 @@ def cmd_readme(args: argparse.Namespace, cases: Sequence[Case]) -> int:
     if not args.write:
         print(block)
         return 0
-    try:
-        with open(args.write, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise RegressionError(f"cannot read {args.write}: {e}") from e
-    try:
-        updated = replace_block(text, block)
-    except RegressionError as e:
-        raise RegressionError(f"{args.write}: {e}") from e
-    with open(args.write, "w", encoding="utf-8") as f:
-        f.write(updated)
+    rewrite_marked_file(args.write, replace_block, block)
     print(block)
     print(f"\nUpdated the results block of {args.write}.")
     return 0
@@ -635,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     readme.add_argument("--write", metavar="README",
                         help=f"replace the block between {BEGIN_MARKER} and {END_MARKER} in "
                              f"this file")
+    matrix.add_parser(sub)
     return parser
 
 
@@ -644,6 +637,8 @@ def main(argv: Sequence[str] | None = None, *, cases: Sequence[Case] = CASES,
     try:
         if args.command == "list":
             return cmd_list(args, cases, registered)
+        if args.command == "matrix":
+            return matrix.cmd_matrix(args)
         if args.command == "run":
             previous = signal.signal(signal.SIGTERM, _raise_interrupted)
             try:

@@ -90,7 +90,7 @@ def test_missing_vocab_error_says_how_to_fix(tmp_path):
 def test_text2self_has_only_targets(tmp_path):
     prob = _Lm()
     data_dir = _generate(prob, tmp_path)
-    example = next(prob.dataset(problem.EVAL, data_dir).as_numpy_iterator())
+    example = next(prob.dataset(problem.EVAL, data_dir, deterministic=True).as_numpy_iterator())
     assert set(example) == {"targets"}
     assert prob.hparams(data_dir).has_inputs is False
     assert prob.feature_encoders(data_dir)["targets"].decode(example["targets"], strip_extraneous=True) \

@@ -30,6 +30,7 @@ setup(
         "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
         "profile": ["tensorboard-plugin-profile"],  # TensorBoard's view of --profile_steps traces
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
+        "serve": ["aiohttp>=3.9"],  # t2t-serve: the HTTP server
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
         "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots
     },
@@ -42,6 +43,7 @@ setup(
             "t2t-bleu=t2t.bin.t2t_bleu:run",
             "t2t-avg-all=t2t.bin.t2t_avg_all:run",
             "t2t-tuner=t2t.bin.t2t_tuner:run",
+            "t2t-serve=t2t.bin.t2t_serve:run",
             "t2t-launch=t2t.bin.t2t_launch:run",
             "t2t-make-tf-configs=t2t.bin.t2t_make_tf_configs:run",
         ],

@@ -33,7 +33,7 @@ from t2t.bin import config_flags
 FLAGS = flags.FLAGS
 
 BINARIES = ("t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-exporter", "t2t-tuner",
-            "t2t-bleu", "t2t-avg-all", "t2t-launch", "t2t-make-tf-configs")
+            "t2t-bleu", "t2t-avg-all", "t2t-launch", "t2t-make-tf-configs", "t2t-serve")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +173,7 @@ TOPIC_REASONS = {
 BINARY_REASONS = {
     "t2t-launch": "give it to the command after `--`",
     "t2t-make-tf-configs": "give it to the trainer command",
+    "t2t-serve": "it serves exported models as they are; t2t-exporter fixed their settings",
 }
 BINARY_TOPIC_REASONS = {
     ("t2t-datagen", "task"): "it only prepares data",

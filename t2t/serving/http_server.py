@@ -1,0 +1,179 @@
+"""t2t-serve's HTTP server (aiohttp): TensorFlow Serving's REST API over a ModelStore.
+
+    POST /v1/models/NAME[/versions/N]:predict   {"instances": [...]} or {"inputs": ...}
+    GET  /v1/models/NAME[/versions/N]           {"model_version_status": [...]}
+    GET  /v1/models/NAME[/versions/N]/metadata  {"model_spec": ..., "metadata":
+                                                 {"signature_def": ...}}
+    GET  /v1/models                             t2t's list of models and versions
+    GET  /healthz                               {"status": "ok"} (503 while shutting down)
+
+Every error is a JSON body {"error": message} with a 4xx/5xx status, as TF Serving sends;
+the message names the bad value and the fix. `run()` serves until its stop event is set
+(t2t-serve sets it on SIGTERM/SIGINT), then stops listening, lets the requests in flight
+finish (up to `shutdown_timeout_s`), drains the batch queues and unloads the models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from absl import logging
+from aiohttp import web
+
+from t2t.serving import rest_api
+from t2t.serving.model_store import ModelStore
+from t2t.serving.rest_api import RequestError
+
+STORE_KEY = web.AppKey("store", ModelStore)
+OPTIONS_KEY = web.AppKey("options", object)
+STATE_KEY = web.AppKey("state", dict)
+
+_MODEL_PATH = re.compile(r"^(?P<name>[^/:]+)(?:/versions/(?P<version>[^/:]+))?"
+                         r"(?P<rest>/metadata|:[A-Za-z]+|/labels/.*)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerOptions:
+    """Where and how the HTTP server listens."""
+
+    host: str = "127.0.0.1"
+    port: int = 8501
+    max_request_bytes: int = 8 * 1024 * 1024
+    shutdown_timeout_s: float = 30.0
+
+
+def _json(value: Any, status: int = 200) -> web.Response:
+    return web.json_response(value, status=status,
+                             dumps=lambda v: json.dumps(v, ensure_ascii=False))
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Callable) -> web.StreamResponse:
+    """Every failure as {"error": message}; the server keeps serving."""
+    try:
+        return await handler(request)
+    except RequestError as e:
+        return _json({"error": str(e)}, e.status)
+    except web.HTTPRequestEntityTooLarge as e:
+        limit = request.app[OPTIONS_KEY].max_request_bytes
+        return _json({"error": f"request body too large ({e.text.strip()}); the limit is "
+                      f"{limit} bytes (t2t-serve --max_request_bytes)"}, 413)
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        message = {404: f"no such path {request.path}; see GET /v1/models for the models",
+                   405: f"{request.method} is not allowed on {request.path}"}.get(
+            e.status, e.text or e.reason)
+        return _json({"error": message}, e.status)
+    except Exception as e:  # noqa: BLE001 - one bad request must not stop the server
+        logging.exception("t2t-serve: internal error on %s %s", request.method, request.path)
+        return _json({"error": f"internal error: {type(e).__name__}: {e}"}, 500)
+
+
+def _parse_model_path(tail: str) -> tuple[str, int | None, str]:
+    match = _MODEL_PATH.match(tail)
+    if not match:
+        raise RequestError(f"no such path /v1/models/{tail}; use /v1/models/NAME[/versions/N]"
+                           "[:predict|/metadata]", 404)
+    version = match["version"]
+    if version is not None and not version.isdigit():
+        raise RequestError(f"version {version!r} is not a number; versions are the integer "
+                           "names of the export folders", 404)
+    return match["name"], int(version) if version is not None else None, match["rest"] or ""
+
+
+async def _model_get(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    name, version, rest = _parse_model_path(request.match_info["tail"])
+    model = store.model(name)
+    if rest.startswith("/labels/"):
+        raise RequestError("version labels are not supported by t2t-serve; address a "
+                           "version by number (/versions/N)", 404)
+    if rest.startswith(":"):
+        raise RequestError(f"{rest} needs POST", 405)
+    if rest == "/metadata":
+        servable = model.resolve(version)
+        signatures = {name: rest_api.signature_def_json(spec)
+                      for name, spec in sorted(servable.signatures.items())}
+        return _json({"model_spec": {"name": model.name, "signature_name": "",
+                                     "version": str(servable.version)},
+                      "metadata": {"signature_def": {"signature_def": signatures}},
+                      "t2t_export": servable.info})
+    body: dict[str, Any] = {"model_version_status": model.status(version)}
+    if "stats" in request.query:
+        body["batching"] = {str(v): s.stats() for v, s in sorted(model.versions.items())}
+    return _json(body)
+
+
+async def _model_post(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    name, version, rest = _parse_model_path(request.match_info["tail"])
+    if rest != ":predict":
+        method = rest or "(none)"
+        raise RequestError(f"unsupported method {method}: t2t exports have predict "
+                           f"signatures; POST /v1/models/{name}:predict", 400)
+    if request.app[STATE_KEY]["shutting_down"]:
+        raise RequestError("the server is shutting down", 503)
+    servable = store.model(name).resolve(version)
+    body = await request.read()
+    with servable.in_use():
+        parsed = rest_api.parse_predict(body, servable.signatures,
+                                        store.options.max_batch_size)
+        outputs = await servable.predict(parsed)
+    return _json(rest_api.predict_response(outputs, parsed.row_format))
+
+
+async def _models(request: web.Request) -> web.Response:
+    store = request.app[STORE_KEY]
+    return _json({"models": [{"name": m.name, "base_path": m.base_path,
+                              "model_version_status": m.status()}
+                             for m in store.models.values()],
+                  "version_policy": str(store.policy)})
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    if request.app[STATE_KEY]["shutting_down"]:
+        return _json({"status": "shutting down"}, 503)
+    store = request.app[STORE_KEY]
+    return _json({"status": "ok",
+                  "models": {m.name: sorted(map(str, m.versions)) for m in store.models.values()}})
+
+
+def build_app(store: ModelStore, options: ServerOptions) -> web.Application:
+    """The aiohttp application of `store`."""
+    app = web.Application(middlewares=[_errors], client_max_size=options.max_request_bytes)
+    app[STORE_KEY] = store
+    app[OPTIONS_KEY] = options
+    app[STATE_KEY] = {"shutting_down": False}
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/v1/models/{tail:.+}", _model_get)
+    app.router.add_post("/v1/models/{tail:.+}", _model_post)
+    return app
+
+
+async def run(store: ModelStore, options: ServerOptions, stop: asyncio.Event,
+              on_ready: Callable[[str], None] | None = None) -> None:
+    """Loads the models, serves until `stop` is set, then shuts down gracefully.
+    `on_ready(url)` is called once the port is open (port 0 picks a free one)."""
+    await store.start()
+    app = build_app(store, options)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=options.shutdown_timeout_s)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, options.host, options.port)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        if on_ready is not None:
+            on_ready(f"http://{host}:{port}")
+        await stop.wait()
+        app[STATE_KEY]["shutting_down"] = True
+        store.hurry()
+    finally:
+        await runner.cleanup()  # stops listening, waits for the requests in flight
+        await store.close()

@@ -1,0 +1,382 @@
+"""The models t2t-serve serves: version folders found, loaded, swapped and drained.
+
+    store = ModelStore({"reverse": "RUN/export"}, VersionPolicy.parse("latest:2"),
+                       BatchingOptions(), poll_seconds=1.0)
+    await store.start()                       # loads what the policy selects, or fails
+    version = store.model("reverse").resolve(None)     # the newest available version
+    with version.in_use():
+        outputs = await version.predict(request)
+
+A model's base path holds one folder per version, named by an integer (TF Serving's
+layout, as t2t-exporter writes it: RUN/export/<unix time>/); a run folder (RUN, holding
+export/) is accepted too. Every `poll_seconds` the base path is listed again: a new
+version the policy selects is loaded (in a thread; the others keep serving) and becomes
+the default as soon as it is ready; a version the policy drops, or whose folder is
+deleted, stops taking new requests, finishes those it has (drained), then is unloaded.
+A version that fails to load is reported in the model's status (state END with the
+error) and is tried again only when its folder changes; the older versions keep serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import difflib
+import json
+import os
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from absl import logging
+
+from t2t.serving.batching import Batcher, BatchingOptions, ShuttingDownError
+from t2t.serving.rest_api import PredictRequest, RequestError, SignatureSpec
+
+EXPORT_INFO = os.path.join("assets.extra", "t2t_export.json")
+
+
+class ServerConfigError(ValueError):
+    """A model path or policy the server cannot start with; the message says the fix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionPolicy:
+    """Which versions are served: the newest `count` ("latest:N"), "all", or
+    "specific:V1,V2"."""
+
+    kind: str = "latest"
+    count: int = 2
+    versions: tuple[int, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> VersionPolicy:
+        kind, _, arg = text.strip().partition(":")
+        try:
+            if kind == "latest":
+                policy = cls("latest", int(arg) if arg else 1)
+                if policy.count >= 1:
+                    return policy
+            elif kind == "all" and not arg:
+                return cls("all")
+            elif kind == "specific" and arg:
+                return cls("specific", 0, tuple(sorted(int(v) for v in arg.split(","))))
+        except ValueError:
+            pass
+        raise ServerConfigError(f"--model_version_policy={text!r}: use latest, latest:N (N >= 1), "
+                                "all, or specific:V1,V2")
+
+    def select(self, available: list[int]) -> set[int]:
+        if self.kind == "all":
+            return set(available)
+        if self.kind == "specific":
+            return set(self.versions) & set(available)
+        return set(sorted(available)[-self.count:])
+
+    def __str__(self) -> str:
+        if self.kind == "specific":
+            return "specific:" + ",".join(map(str, self.versions))
+        return "all" if self.kind == "all" else f"latest:{self.count}"
+
+
+def resolve_base_path(path: str) -> str:
+    """The folder holding `path`'s version folders (`path` itself, or RUN/export)."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.isdir(path):
+        raise ServerConfigError(f"model base path {path} does not exist; give the folder that "
+                                "t2t-exporter wrote (RUN/export) or the run folder RUN")
+    if os.path.exists(os.path.join(path, "saved_model.pb")):
+        raise ServerConfigError(f"{path} is one version of a model; give the folder holding the "
+                                f"version folders: {os.path.dirname(path)}")
+    if not version_folders(path) and os.path.isdir(os.path.join(path, "export")):
+        return os.path.join(path, "export")
+    return path
+
+
+def version_folders(base_path: str) -> dict[int, str]:
+    """{version: folder} of the integer-named folders holding a saved_model.pb."""
+    found = {}
+    try:
+        names = os.listdir(base_path)
+    except OSError:
+        return found
+    for name in names:
+        folder = os.path.join(base_path, name)
+        if name.isdigit() and os.path.isfile(os.path.join(folder, "saved_model.pb")):
+            found[int(name)] = folder
+    return found
+
+
+def _folder_stamp(folder: str) -> float:
+    try:
+        return os.stat(os.path.join(folder, "saved_model.pb")).st_mtime
+    except OSError:
+        return 0.0
+
+
+class ServableVersion:
+    """One loaded SavedModel version and a Batcher per signature."""
+
+    def __init__(self, model_name: str, version: int, path: str, loaded: Any,
+                 options: BatchingOptions, executor: Executor):
+        self.model_name, self.version, self.path = model_name, version, path
+        self.loaded = loaded
+        self.functions = dict(loaded.signatures)
+        self.signatures = {name: SignatureSpec.from_function(name, fn)
+                           for name, fn in self.functions.items()}
+        self.state = "AVAILABLE"
+        self.info = _read_json(os.path.join(path, EXPORT_INFO))
+        self._options, self._executor = options, executor
+        self._batchers: dict[str, Batcher] = {}
+        self._hurried = False
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[ServableVersion]:
+        """Counts a request while it runs, so that unloading waits for it."""
+        self._active += 1
+        self._idle.clear()
+        try:
+            yield self
+        finally:
+            self._active -= 1
+            if not self._active:
+                self._idle.set()
+
+    def _run(self, signature: str, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import tensorflow as tf
+
+        fn = self.functions[signature]
+        try:
+            outputs = fn(**{name: tf.constant(value) for name, value in inputs.items()})
+        except tf.errors.InvalidArgumentError as e:
+            raise RequestError(f"the model rejected the input: {op_error_message(e.message)}") \
+                from None
+        return {name: value.numpy() for name, value in outputs.items()}
+
+    def batcher(self, signature: str) -> Batcher:
+        if signature not in self._batchers:
+            self._batchers[signature] = Batcher(
+                lambda inputs: self._run(signature, inputs), self._options, self._executor)
+            if self._hurried:
+                self._batchers[signature].hurry()
+        return self._batchers[signature]
+
+    async def predict(self, request: PredictRequest) -> dict[str, np.ndarray]:
+        if self.state != "AVAILABLE":
+            raise ShuttingDownError(f"version {self.version} of {self.model_name!r} is "
+                                    "unloading; send the request without a version")
+        return await self.batcher(request.signature.name).predict(request.inputs,
+                                                                  request.batch_size)
+
+    def hurry(self) -> None:
+        self._hurried = True
+        for batcher in self._batchers.values():
+            batcher.hurry()
+
+    def stats(self) -> dict[str, Any]:
+        return {name: b.stats.as_dict() for name, b in sorted(self._batchers.items())}
+
+    async def drain(self) -> None:
+        """Stops taking requests, waits for those running, then closes the batchers."""
+        self.state = "UNLOADING"
+        await self._idle.wait()
+        for batcher in self._batchers.values():
+            await batcher.close()
+        self.state = "END"
+
+
+def op_error_message(message: str) -> str:
+    """The line of a TensorFlow op error that says what went wrong (without the graph
+    execution preamble, stack-trace notes and node names)."""
+    skip = ("Graph execution error", "Detected at node", "<stack traces", "[[")
+    lines = [line.strip() for line in (message or "").splitlines()]
+    useful = [line for line in lines if line and not line.startswith(skip)]
+    return useful[-1] if useful else (message or "").strip()
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+@dataclasses.dataclass
+class ServedModel:
+    """One model name: its base path and its versions by state."""
+
+    name: str
+    base_path: str
+    versions: dict[int, ServableVersion] = dataclasses.field(default_factory=dict)
+    loading: set[int] = dataclasses.field(default_factory=set)
+    unloading: dict[int, ServableVersion] = dataclasses.field(default_factory=dict)
+    failed: dict[int, tuple[float, str]] = dataclasses.field(default_factory=dict)
+
+    def resolve(self, version: int | None) -> ServableVersion:
+        """The version asked for, or the newest available one."""
+        if version is None:
+            if not self.versions:
+                raise RequestError(f"model {self.name!r} has no version loaded yet (base path "
+                                   f"{self.base_path})", 503)
+            return self.versions[max(self.versions)]
+        if version in self.versions:
+            return self.versions[version]
+        if version in self.unloading:
+            raise RequestError(f"version {version} of model {self.name!r} is unloading; "
+                               f"served versions: {sorted(self.versions)}", 503)
+        raise RequestError(f"model {self.name!r} has no version {version}; served versions: "
+                           f"{sorted(self.versions)} (t2t-serve --model_version_policy picks "
+                           "which are served)", 404)
+
+    def status(self, version: int | None = None) -> list[dict[str, Any]]:
+        """TF Serving's model_version_status list."""
+        rows = [(v, "AVAILABLE", "") for v in self.versions]
+        rows += [(v, "LOADING", "") for v in self.loading]
+        rows += [(v, "UNLOADING", "") for v in self.unloading]
+        rows += [(v, "END", message) for v, (_, message) in self.failed.items()]
+        if version is not None:
+            rows = [r for r in rows if r[0] == version]
+            if not rows:
+                self.resolve(version)
+        return [{"version": str(v), "state": state,
+                 "status": {"error_code": "UNKNOWN" if message else "OK",
+                            "error_message": message}}
+                for v, state, message in sorted(rows, reverse=True)]
+
+
+class ModelStore:
+    """All served models; `poll()` keeps each in step with its base path."""
+
+    def __init__(self, models: dict[str, str], policy: VersionPolicy, options: BatchingOptions,
+                 poll_seconds: float = 1.0):
+        if not models:
+            raise ServerConfigError("no model to serve: give --output_dir=RUN, "
+                                    "--model_base_path=DIR or --models=NAME=DIR")
+        options.check()
+        self.models = {name: ServedModel(name, resolve_base_path(path))
+                       for name, path in models.items()}
+        self.policy, self.options, self.poll_seconds = policy, options, poll_seconds
+        self.executor = ThreadPoolExecutor(options.num_batch_threads, "t2t-serve-batch")
+        self._loader = ThreadPoolExecutor(1, "t2t-serve-load")
+        self._poller: asyncio.Task | None = None
+        self._background: set[asyncio.Task] = set()
+
+    def model(self, name: str) -> ServedModel:
+        if name in self.models:
+            return self.models[name]
+        close = difflib.get_close_matches(name, list(self.models), n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+        raise RequestError(f"unknown model {name!r}{hint} Served models: {sorted(self.models)}",
+                           404)
+
+    async def start(self) -> None:
+        """Loads every model's selected versions; fails unless each has one."""
+        await self.poll()
+        for model in self.models.values():
+            if not model.versions:
+                reasons = "; ".join(f"version {v}: {m}" for v, (_, m) in model.failed.items())
+                raise ServerConfigError(
+                    f"model {model.name!r}: no version could be loaded from {model.base_path}"
+                    + (f" ({reasons})" if reasons else
+                       " (no version folders: run t2t-exporter --output_dir=RUN first)"))
+        self._poller = asyncio.create_task(self._poll_forever())
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_seconds)
+            try:
+                await self.poll()
+            except Exception:  # noqa: BLE001 - a bad poll must not stop serving
+                logging.exception("t2t-serve: polling the model folders failed")
+
+    async def poll(self) -> None:
+        """Loads new selected versions, then drains and unloads dropped ones. A version that
+        failed to load does not count: the policy picks among the loadable ones, so the
+        version it would have replaced keeps serving."""
+        for model in self.models.values():
+            on_disk = version_folders(model.base_path)
+            for version in [v for v in model.failed if v not in on_disk]:
+                del model.failed[version]
+            stamps = {v: _folder_stamp(path) for v, path in on_disk.items()}
+            for version in sorted(self.policy.select(_loadable(model, stamps))
+                                  - set(model.versions), reverse=True):
+                await self._load(model, version, on_disk[version], stamps[version])
+            wanted = self.policy.select(_loadable(model, stamps))
+            if wanted & set(model.versions):  # never leave the model with no version
+                for version in [v for v in model.versions if v not in wanted]:
+                    self._unload(model, version)
+
+    async def _load(self, model: ServedModel, version: int, path: str, stamp: float) -> None:
+        model.loading.add(version)
+        try:
+            loaded = await asyncio.get_running_loop().run_in_executor(
+                self._loader, _load_saved_model, path)
+            servable = ServableVersion(model.name, version, path, loaded, self.options,
+                                       self.executor)
+        except Exception as e:  # noqa: BLE001 - reported in the status, others keep serving
+            message = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
+            model.failed[version] = (stamp, message)
+            logging.error("t2t-serve: model %r version %d failed to load: %s", model.name,
+                          version, message)
+            return
+        finally:
+            model.loading.discard(version)
+        model.failed.pop(version, None)
+        model.versions[version] = servable
+        logging.info("t2t-serve: model %r version %d is available (%s).", model.name, version,
+                     path)
+
+    def _unload(self, model: ServedModel, version: int) -> None:
+        servable = model.versions.pop(version)
+        model.unloading[version] = servable
+
+        async def drain() -> None:
+            await servable.drain()
+            model.unloading.pop(version, None)
+            logging.info("t2t-serve: model %r version %d unloaded.", model.name, version)
+
+        task = asyncio.create_task(drain())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def hurry(self) -> None:
+        """Queued requests run at once, without waiting to fill batches (shutdown)."""
+        for model in self.models.values():
+            for servable in [*model.versions.values(), *model.unloading.values()]:
+                servable.hurry()
+
+    async def close(self) -> None:
+        """Stops polling, drains every version, and stops the threads."""
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+        for model in self.models.values():
+            for version in list(model.versions):
+                self._unload(model, version)
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        self.executor.shutdown(wait=True)
+        self._loader.shutdown(wait=True)
+
+
+def _loadable(model: ServedModel, stamps: dict[int, float]) -> list[int]:
+    """The versions on disk (`stamps`: version -> saved_model.pb's mtime) that did not
+    fail to load as they are now."""
+    return [v for v, stamp in stamps.items()
+            if v not in model.failed or model.failed[v][0] != stamp]
+
+
+def _load_saved_model(path: str) -> Any:
+    import tensorflow as tf
+
+    info = _read_json(os.path.join(path, EXPORT_INFO))
+    if info.get("needs_tensorflow_text"):
+        import tensorflow_text  # noqa: F401 - registers the SentencePiece ops the graph uses
+    return tf.saved_model.load(path)

@@ -25,9 +25,11 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["t2t", "t2t.*"]),
+    package_data={"t2t.serving": ["web/*.html"]},  # t2t-serve's try-it page
     install_requires=CORE_DEPENDENCIES,
     extras_require={
-        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff"],
+        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff",
+                "selenium>=4.10"],  # selenium: the try-it page's browser test (Chromium)
         "profile": ["tensorboard-plugin-profile"],  # TensorBoard's view of --profile_steps traces
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "serve": ["aiohttp>=3.9"],  # t2t-serve: the HTTP server

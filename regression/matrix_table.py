@@ -137,7 +137,8 @@ def merge(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     regression) comes from the latest run that ran it, and `commits` says which t2t
     commit each phase ran on; portability from the latest run that checked it."""
     versions: dict[str, dict[str, Any]] = {}
-    for report in reports:
+    sources: dict[tuple[str, str], int] = {}  # (version, phase) -> index of the run shown
+    for index, report in enumerate(reports):
         for entry in report.get("versions", []):
             row = dict(versions.get(entry["version"], {}))
             ran = [p for p in PHASES if p in entry]
@@ -146,9 +147,13 @@ def merge(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             row["commits"] = {**row.get("commits", {}),
                               **{p: report.get("commit", "?") for p in ran if p != "resolved"}}
             versions[entry["version"]] = row
+            sources.update({(entry["version"], p): index for p in ran})
     last = dict(reports[-1]) if reports else {}
     portability = [r for r in reports if r.get("portability")]
-    notes = [f"{str(r.get('date', '?'))[:10]}: {r['note']}" for r in reports if r.get("note")]
+    # A run whose every phase a later run replaced no longer explains the table.
+    shown = set(sources.values()) | ({reports.index(portability[-1])} if portability else set())
+    notes = [f"{str(r.get('date', '?'))[:10]}: {r['note']}"
+             for i, r in enumerate(reports) if r.get("note") and i in shown]
     return {**last, "versions": list(versions.values()), "runs": len(reports),
             "portability": portability[-1]["portability"] if portability else [],
             "note": " ".join(n.rstrip(".") + "." for n in notes), "first_date": reports[0].get("date") if reports else None}

@@ -5,6 +5,7 @@
     results = decoder.decode_texts(["1 0 1", "0 0 1 1"])   # [DecodeResult, ...]
     decoder.decode_file("input.txt", "input.txt.decodes")
     score_bleu([r.text for r in results], references)     # sacrebleu BLEU and chrF
+    score_decodes(texts, references, problem.eval_metrics())  # and ROUGE if it asks
 
 The model and the encoders are loaded once. Inputs are encoded (+EOS), sorted by
 length (longest first) and decoded `batch_size` at a time by one traced `infer.infer`
@@ -35,6 +36,7 @@ from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
 from t2t.decoding import settings as settings_lib
+from t2t.decoding import text_metrics
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
 from t2t.features import EOS_ID, PAD_ID
 from t2t.hparams.hparams import HParams
@@ -469,3 +471,26 @@ def score_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str
         "bleu_text": bleu_score.format(signature=str(bleu.get_signature())),
         "chrf_text": chrf_score.format(signature=str(chrf.get_signature())),
     }
+
+
+def score_decodes(hypotheses: Sequence[str], references: Sequence[str],
+                  metric_names: Iterable[str] = ()) -> dict[str, Any]:
+    """`score_bleu`'s scores, and ROUGE-1/2/L when `metric_names` (the problem's
+    `eval_metrics()`) name a ROUGE metric (rouge_2, rouge_l: summarize_* problems).
+
+    Adds "report": the lines to print (BLEU, chrF, then ROUGE-1, -2, -L), and with
+    ROUGE "rouge": `text_metrics.rouge_scores`' F-measures, precisions and recalls
+    (0-100, by name: rouge_1, rouge_1_p, rouge_1_r, ...) and "rouge_signature".
+
+    Raises:
+      DecodeError: the two lists are not line-aligned.
+      MissingDependencyError: ROUGE is asked for and rouge-score is not installed.
+    """
+    scores = score_bleu(hypotheses, references)  # checks the alignment
+    scores["report"] = [scores["bleu_text"], scores["chrf_text"]]
+    if text_metrics.wants_rouge(metric_names):
+        rouge = text_metrics.rouge_scores(hypotheses, references)
+        scores["rouge"] = {name: value for name, value in rouge.items() if name != "count"}
+        scores["rouge_signature"] = text_metrics.rouge_signature()
+        scores["report"] += text_metrics.format_rouge(rouge, scores["rouge_signature"])
+    return scores

@@ -14,17 +14,40 @@ rouge-score's default tokenizer lower-cases and keeps only ASCII letters and dig
 so it suits English; `use_stemmer` (on by default, as ROUGE-1.5.5's `-m` option that
 summarization results are usually computed with) applies NLTK's Porter stemmer, which
 needs no data download.
+
+`rouge_signature()` names those settings and the package version, as sacrebleu's
+signatures do ("nrefs:1|tok:default|stem:porter|agg:mean|version:0.1.2"), and
+`format_rouge` gives t2t-decoder's report lines, one per ROUGE type.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib.metadata
+import types
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from t2t.utils import optional_deps
 
 # rouge-score's type name -> the name reported here.
 ROUGE_TYPES = {"rouge1": "rouge_1", "rouge2": "rouge_2", "rougeL": "rouge_l"}
+# The reported name -> its name in report lines.
+ROUGE_LABELS = {"rouge_1": "ROUGE-1", "rouge_2": "ROUGE-2", "rouge_l": "ROUGE-L"}
+
+
+def wants_rouge(metric_names: Iterable[str]) -> bool:
+    """Whether a problem's metric names (`problem.eval_metrics()`) ask for ROUGE."""
+    return any(name in ROUGE_LABELS for name in metric_names)
+
+
+def require_rouge() -> types.ModuleType:
+    """rouge-score's `rouge_scorer` module.
+
+    Raises:
+      MissingDependencyError: rouge-score (setup.py's extra "summarization") is not
+        installed; the message is one line naming the pip command.
+    """
+    return optional_deps.require("rouge_score.rouge_scorer", "summarization", "ROUGE")
 
 
 def rouge_scores(
@@ -53,7 +76,7 @@ def rouge_scores(
         )
     if not hypotheses:
         raise ValueError("no hypotheses to score")
-    rouge_scorer = optional_deps.require("rouge_score.rouge_scorer", "summarization", "ROUGE")
+    rouge_scorer = require_rouge()
     scorer = rouge_scorer.RougeScorer(
         list(ROUGE_TYPES), use_stemmer=use_stemmer, tokenizer=tokenizer
     )
@@ -68,3 +91,25 @@ def rouge_scores(
     result = {key: 100.0 * value / len(hypotheses) for key, value in sums.items()}
     result["count"] = float(len(hypotheses))
     return result
+
+
+def rouge_signature(*, use_stemmer: bool = True, tokenizer: Any = None) -> str:
+    """The settings `rouge_scores` ran with, e.g.
+    "nrefs:1|tok:default|stem:porter|agg:mean|version:0.1.2" (version: rouge-score's)."""
+    try:
+        version = importlib.metadata.version("rouge-score")
+    except importlib.metadata.PackageNotFoundError:  # imported from a source tree
+        version = "unknown"
+    tok = "default" if tokenizer is None else type(tokenizer).__name__
+    stem = "porter" if use_stemmer else "no"
+    return f"nrefs:1|tok:{tok}|stem:{stem}|agg:mean|version:{version}"
+
+
+def format_rouge(scores: dict[str, float], signature: str) -> list[str]:
+    """Report lines of `rouge_scores`' result, one per type: F-measure first, e.g.
+    "ROUGE-2|nrefs:1|...|version:0.1.2 = 12.34 F (P 10.00, R 20.00)"."""
+    return [
+        f"{label}|{signature} = {scores[name]:.2f} F "
+        f"(P {scores[name + '_p']:.2f}, R {scores[name + '_r']:.2f})"
+        for name, label in ROUGE_LABELS.items()
+    ]

@@ -6,6 +6,7 @@
                                                  {"signature_def": ...}}
     GET  /v1/models                             t2t's list of models and versions
     GET  /healthz                               {"status": "ok"} (503 while shutting down)
+    GET  /                                      the try-it page (t2t/serving/web/index.html)
 
 Every error is a JSON body {"error": message} with a 4xx/5xx status, as TF Serving sends;
 the message names the bad value and the fix. `run()` serves until its stop event is set
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -144,12 +146,22 @@ async def _healthz(request: web.Request) -> web.Response:
                   "models": {m.name: sorted(map(str, m.versions)) for m in store.models.values()}})
 
 
+PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "web", "index.html")
+
+
+async def _page(request: web.Request) -> web.Response:
+    """The try-it page: pick a model, type text (or choose an image), see the output."""
+    with open(PAGE, encoding="utf-8") as f:
+        return web.Response(text=f.read(), content_type="text/html")
+
+
 def build_app(store: ModelStore, options: ServerOptions) -> web.Application:
     """The aiohttp application of `store`."""
     app = web.Application(middlewares=[_errors], client_max_size=options.max_request_bytes)
     app[STORE_KEY] = store
     app[OPTIONS_KEY] = options
     app[STATE_KEY] = {"shutting_down": False}
+    app.router.add_get("/", _page)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/v1/models/{tail:.+}", _model_get)

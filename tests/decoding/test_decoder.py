@@ -1,8 +1,10 @@
 """Tests of the decoding library: settings, batching and order, odd input lines, output
-format, class labels, checkpoints, the dev set and sacrebleu scoring."""
+format, class labels, checkpoints, the dev set, sacrebleu scoring and ROUGE where a
+problem asks for it."""
 
 import io
 import logging
+import sys
 
 import keras
 import numpy as np
@@ -11,6 +13,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.decoding import decoder as decoder_lib
+from t2t.decoding import text_metrics
 from t2t.decoding.decoder import DecodeHParams, Decoder
 from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
@@ -18,6 +21,7 @@ from t2t.models import checkpoints, t2t_model
 from t2t.models.t2t_model import example_features
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_problems
+from t2t.utils.optional_deps import MissingDependencyError
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 SETTINGS = "beam_size=1,batch_size=2,extra_length=3"
@@ -194,6 +198,34 @@ def test_score_bleu_reports_scores_and_signatures():
     assert 0 < partial["bleu"] < 100 and 0 < partial["chrf"] < 100
     with pytest.raises(decoder_lib.DecodeError, match="2 translations but 1 references"):
         decoder_lib.score_bleu(hyps, hyps[:1])
+
+
+def test_score_decodes_adds_rouge_only_where_the_problem_asks():
+    pytest.importorskip("rouge_score")
+    hyps, refs = ["the cat was on the mat", "a b c d"], ["the cat sat on the mat", "a b c e"]
+    bleu = decoder_lib.score_bleu(hyps, refs)
+    translation = decoder_lib.score_decodes(
+        hyps, refs, registry.problem("translate_ende_wmt32k").eval_metrics())
+    assert translation == {**bleu, "report": [bleu["bleu_text"], bleu["chrf_text"]]}
+    summary = decoder_lib.score_decodes(
+        hyps, refs, registry.problem("summarize_cnn_dailymail32k").eval_metrics())
+    rouge = text_metrics.rouge_scores(hyps, refs)
+    assert summary["rouge"] == {k: v for k, v in rouge.items() if k != "count"}
+    assert summary["bleu"] == bleu["bleu"] and summary["report"][:2] == translation["report"]
+    signature = text_metrics.rouge_signature()
+    assert summary["rouge_signature"] == signature
+    assert summary["report"][2:] == text_metrics.format_rouge(rouge, signature)
+    with pytest.raises(decoder_lib.DecodeError, match="2 translations but 1 references"):
+        decoder_lib.score_decodes(hyps, refs[:1], ["rouge_2"])
+
+
+def test_score_decodes_names_the_missing_rouge_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails: not installed
+    monkeypatch.setitem(sys.modules, "rouge_score.rouge_scorer", None)
+    with pytest.raises(MissingDependencyError, match=r"^ROUGE needs rouge_score, which is not "
+                       r"installed: pip install 't2t\[summarization\]'$"):
+        decoder_lib.score_decodes(["a b"], ["a b"], ["rouge_l"])
+    assert "rouge" not in decoder_lib.score_decodes(["a b"], ["a b"], ["bleu"])  # not asked
 
 
 # ------------------------------------------------------------ real models

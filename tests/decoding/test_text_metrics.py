@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import sys
+
 import pytest
 
 from t2t.decoding import text_metrics
+from t2t.trainer.metrics import DECODE_METRICS
+from t2t.utils.optional_deps import MissingDependencyError
 
 pytest.importorskip("rouge_score")
 
@@ -46,3 +51,37 @@ def test_misaligned_or_empty_input():
         text_metrics.rouge_scores(["a", "b"], ["a"])
     with pytest.raises(ValueError, match="no hypotheses"):
         text_metrics.rouge_scores([], [])
+
+
+def test_wants_rouge_and_the_decode_metric_names():
+    assert text_metrics.wants_rouge(["accuracy", "rouge_2", "rouge_l"])
+    assert text_metrics.wants_rouge(("rouge_1",))
+    assert not text_metrics.wants_rouge(["accuracy", "bleu"]) and not text_metrics.wants_rouge([])
+    # The names problems declare (trainer.metrics.DECODE_METRICS) are names reported here.
+    declared = [name for name in DECODE_METRICS if name.startswith("rouge")]
+    assert declared and set(declared) <= set(text_metrics.ROUGE_LABELS)
+    assert set(text_metrics.ROUGE_LABELS) == set(text_metrics.ROUGE_TYPES.values())
+
+
+def test_signature_and_report_lines():
+    version = importlib.metadata.version("rouge-score")
+    assert text_metrics.rouge_signature() == (
+        f"nrefs:1|tok:default|stem:porter|agg:mean|version:{version}")
+    assert "|stem:no|" in text_metrics.rouge_signature(use_stemmer=False)
+    scores = text_metrics.rouge_scores(["the cat was on the mat"], ["the cat sat on the mat"])
+    lines = text_metrics.format_rouge(scores, "SIG")
+    assert lines == ["ROUGE-1|SIG = 83.33 F (P 83.33, R 83.33)",
+                     "ROUGE-2|SIG = 60.00 F (P 60.00, R 60.00)",
+                     "ROUGE-L|SIG = 83.33 F (P 83.33, R 83.33)"]
+    short = text_metrics.format_rouge(text_metrics.rouge_scores(["the cat"], ["the cat sat"]), "S")
+    assert short[0] == "ROUGE-1|S = 80.00 F (P 100.00, R 66.67)"
+
+
+def test_require_rouge_names_the_extra(monkeypatch):
+    assert text_metrics.require_rouge().RougeScorer
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails: not installed
+    monkeypatch.setitem(sys.modules, "rouge_score.rouge_scorer", None)
+    with pytest.raises(MissingDependencyError, match=r"pip install 't2t\[summarization\]'"):
+        text_metrics.require_rouge()
+    with pytest.raises(MissingDependencyError, match="^ROUGE needs rouge_score"):
+        text_metrics.rouge_scores(["a"], ["a"])

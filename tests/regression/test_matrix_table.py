@@ -121,3 +121,13 @@ def test_runs_merge_per_version_and_phase_with_each_phases_commit(tmp_path):
     assert rows[0][4:6] == ["installed", "1560 passed, 0 failed, 2 skipped"]
     assert rows[0][-1] == "tests fedcba9, regression abcdef1"
     assert rows[1][-1] == "abcdef1"
+
+
+def test_a_run_whose_every_phase_was_rerun_leaves_its_note_out(tmp_path):
+    old = {**_report(tmp_path), "note": "stopped early", "portability": []}
+    new = {**_report(tmp_path), "date": "2026-11-28T09:00:00", "note": "clean rerun"}
+    assert matrix_table.merge([old, new])["note"] == "2026-11-28: clean rerun."
+    partial = {"date": "2026-11-28T09:00:00", "commit": "fedcba9876", "portability": [],
+               "versions": [{"version": "2.19", "tests": {"passed": 1, "failed": 0,
+                                                          "skipped": 0, "errors": 0}}]}
+    assert "stopped early" in matrix_table.merge([old, partial])["note"]  # 2.16 still its

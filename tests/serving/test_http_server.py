@@ -6,97 +6,14 @@ import asyncio
 import json
 import os
 import shutil
-import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import tensorflow as tf
 
-from t2t.serving import http_server
 from t2t.serving.batching import BatchingOptions
 from t2t.serving.model_store import ModelStore, ServerConfigError, VersionPolicy, resolve_base_path
-
-
-class Toy(tf.Module):
-    """outputs = TAG + upper(inputs) (ASCII letters only); "parse": strings to numbers; "scale": x * 2."""
-
-    def __init__(self, tag: str):
-        super().__init__()
-        self.tag = tf.Variable(tag)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-    def text(self, inputs):
-        return {"outputs": tf.strings.join([self.tag, tf.strings.upper(inputs)]),
-                "lengths": tf.strings.length(inputs, unit="UTF8_CHAR")}
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
-    def parse(self, inputs):
-        return {"value": tf.strings.to_number(inputs)}
-
-    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
-    def scale(self, x):
-        return {"y": x * 2.0}
-
-
-def save_toy(base: str, version: int, tag: str) -> str:
-    """Writes version `version` as t2t-exporter does: a staging folder, then a rename."""
-    toy = Toy(tag)
-    staging = os.path.join(base, f"temp-{version}")
-    tf.saved_model.save(toy, staging, signatures={"serving_default": toy.text,
-                                                  "parse": toy.parse, "scale": toy.scale})
-    final = os.path.join(base, str(version))
-    os.replace(staging, final)
-    return final
-
-
-class ServerThread:
-    """t2t-serve's server on a free port, in a thread with its own event loop."""
-
-    def __init__(self, models, policy="latest:2", max_request_bytes=1 << 20, **batching):
-        self.store = ModelStore(models, VersionPolicy.parse(policy), BatchingOptions(**batching),
-                                poll_seconds=0.2)
-        self.options = http_server.ServerOptions(port=0, max_request_bytes=max_request_bytes)
-        self.ready = threading.Event()
-        self.error = None
-        self.thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
-
-    async def _main(self):
-        self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
-
-        def on_ready(url):
-            self.url = url
-            self.ready.set()
-
-        try:
-            await http_server.run(self.store, self.options, self.stop, on_ready)
-        except Exception as e:  # noqa: BLE001 - reported to the test
-            self.error = e
-            self.ready.set()
-
-    def __enter__(self):
-        self.thread.start()
-        assert self.ready.wait(60)
-        if self.error:
-            raise self.error
-        return self
-
-    def __exit__(self, *exc):
-        self.loop.call_soon_threadsafe(self.stop.set)
-        self.thread.join(60)
-
-    def call(self, path, body=None, raw=None):
-        """(status, JSON reply) of GET path, or POST with the JSON `body` (or bytes `raw`)."""
-        data = raw if raw is not None else (json.dumps(body).encode() if body is not None
-                                            else None)
-        request = urllib.request.Request(self.url + path, data=data)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as reply:
-                return reply.status, json.loads(reply.read())
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read())
+from tests.helpers.serving import ServerThread, save_toy
 
 
 @pytest.fixture(scope="module")

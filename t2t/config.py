@@ -243,6 +243,11 @@ class DecodeHParams:
                         "draws one.", flag=False)
     return_prompt: bool = setting(False, "Language models: write prompt + continuation "
                                   "instead of the continuation alone.", flag=False)
+    write_attention: bool = setting(False, "Also write an HTML heat map of each output's "
+                                    "encoder-decoder attention per layer and head "
+                                    "(DECODE_TO_FILE.attention.html, or OUTPUT_DIR/"
+                                    "decode_SPLIT.attention.html with --eval_steps).",
+                                    flag=False)
 
     @classmethod
     def parse(cls, text: str | None) -> DecodeHParams:
@@ -302,6 +307,9 @@ class DecodeHParams:
 
 
 # -------------------------------------------------------------------- export
+EXPORT_FORMATS = ("saved_model", "keras", "tflite")
+
+
 @gin.configurable
 @dataclasses.dataclass
 class ExportConfig:
@@ -314,6 +322,11 @@ class ExportConfig:
     ids_only: bool = setting(False, "Leave out the text signature (no in-graph tokenizer): "
                              "serving_default is then the tf.Example signature.")
     parity_examples: int = setting(6, "Dev examples decoded by the parity check.", flag=False)
+    format: str = setting("saved_model", "saved_model: TF Serving's SavedModel with the "
+                          "decode signatures; keras: a .keras file of the model plus a "
+                          "SavedModel for keras.layers.TFSMLayer (default EXPORT_DIR: "
+                          "OUTPUT_DIR/export_keras); tflite: a LiteRT model (default "
+                          "EXPORT_DIR: OUTPUT_DIR/export_tflite).", choices=EXPORT_FORMATS)
 
 
 # -------------------------------------------------------------------- tuning

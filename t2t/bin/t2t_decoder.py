@@ -7,11 +7,16 @@
       --decode_reference=newstest.ref.de  # prints sacrebleu BLEU and chrF, and writes
                                           # them to DECODE_TO_FILE.scores.json
 
+  # A problem whose metrics include ROUGE (summarize_*): ROUGE-1/2/L too (rouge-score:
+  # pip install 't2t[summarization]'), printed and in DECODE_TO_FILE.scores.json
+  t2t-decoder --output_dir=CNN_RUN --decode_from_file=articles.txt \\
+      --decode_reference=summaries.txt
+
   t2t-decoder --output_dir=RUN --decode_interactive   # one line in, one line out; q quits
   t2t-decoder --output_dir=RUN --eval_steps=2         # dev batches, side by side
 
   # A language model: each line of the file is a prompt; 3 samples per prompt
-  t2t-decoder --output_dir=LM_RUN --decode_from_file=prompts.txt \
+  t2t-decoder --output_dir=LM_RUN --decode_from_file=prompts.txt \\
       --decode_hparams="temperature=0.8,top_p=0.95,num_samples=3,max_new_tokens=200,seed=1"
   t2t-decoder --output_dir=LM_RUN --score_file=heldout.txt   # log-probabilities, perplexity,
                                                              # bits per byte
@@ -45,8 +50,10 @@ flags.DEFINE_string("decode_from_file", None, "Decode each line of this file. A 
 flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "
                     "line (default: DECODE_FROM_FILE.MODEL.HPARAMS_SET.PROBLEM.beamN.alphaA"
                     ".decodes).")
-flags.DEFINE_string("decode_reference", None, "Reference translations of --decode_from_file: "
-                    "print sacrebleu BLEU and chrF with their signatures.")
+flags.DEFINE_string("decode_reference", None, "References of --decode_from_file, one per "
+                    "line: print sacrebleu BLEU and chrF with their signatures, and ROUGE-1/2/L "
+                    "(F, P, R) where the problem's metrics include ROUGE (summarize_*); "
+                    "written to DECODE_TO_FILE.scores.json.")
 flags.DEFINE_bool("decode_interactive", False, "Read lines (a language model: prompts) from "
                   "stdin and answer each; EOF or 'q' quits.")
 flags.DEFINE_string("score_file", None, "Score each line of this file instead of decoding "
@@ -73,8 +80,17 @@ def _default_decode_to_file(model: str, hparams_set: str, problem: str, dhp) -> 
 
 
 def _print_scores(scores: dict) -> None:
-    print(scores["bleu_text"])
-    print(scores["chrf_text"], flush=True)
+    print("\n".join(scores["report"]), flush=True)
+
+
+def _scores_record(scores: dict, lines: int, reference_path: str) -> dict:
+    """DECODE_TO_FILE.scores.json's fields; ROUGE's only where it was computed."""
+    record = {"bleu": scores["bleu"], "chrf": scores["chrf"], "lines": lines,
+              "bleu_signature": scores["bleu_signature"],
+              "chrf_signature": scores["chrf_signature"], "reference": reference_path}
+    if "rouge" in scores:
+        record.update(scores["rouge"], rouge_signature=scores["rouge_signature"])
+    return record
 
 
 def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) -> None:
@@ -101,19 +117,21 @@ def _decode_file(decoder, model_name: str, hparams_set: str, problem_name: str) 
     elapsed = time.monotonic() - start
     print(f"Decoded {count} lines of {input_path} in {elapsed:.1f} s "
           f"({count / max(elapsed, 1e-9):.1f} lines/s): {output_path}", flush=True)
+    if dhp.write_attention:  # the best output of each line (beams: the first column)
+        outputs = [line.split("\t")[0] if "\t" in line else line
+                   for line in decoder_lib.read_text_lines(output_path)]
+        _write_attention(decoder, decoder_lib.read_text_lines(input_path), outputs,
+                         output_path + ".attention.html")
     if references is not None:
         if dhp.return_beams or dhp.write_beam_scores or dhp.num_samples > 1:
             outputs = [line.split("\t")[0] for line in decoder_lib.read_text_lines(output_path)]
         else:
             outputs = decoder_lib.read_text_lines(output_path)
-        scores = decoder_lib.score_bleu(outputs, references)
+        scores = decoder_lib.score_decodes(outputs, references, decoder.problem.eval_metrics())
         _print_scores(scores)
         scores_path = output_path + ".scores.json"
         decoder_lib.write_lines(scores_path, [json.dumps(
-            {"bleu": scores["bleu"], "chrf": scores["chrf"], "lines": count,
-             "bleu_signature": scores["bleu_signature"],
-             "chrf_signature": scores["chrf_signature"],
-             "reference": reference_path}, indent=1)])
+            _scores_record(scores, count, reference_path), indent=1)])
         print(f"Scores written to {scores_path}", flush=True)
 
 
@@ -135,8 +153,19 @@ def _score_file(problem, model, data_dir: str, dhp) -> None:
           f"bits_per_byte {corpus.bits_per_byte:.4f}  (written to {output_path}.json)", flush=True)
 
 
+def _write_attention(decoder, inputs: list[str], outputs: list[str], path: str) -> None:
+    from t2t.decoding import attention_maps
+
+    maps = attention_maps.maps_for_texts(decoder, inputs, outputs)
+    title = f"{type(decoder.model).__name__} on {decoder.problem.name}: attention"
+    attention_maps.write_html(path, maps, title)
+    print(f"Attention heat maps of {len(maps)} outputs written to {path}", flush=True)
+
+
 def _decode_dev(decoder, output_dir: str) -> None:
     from t2t.decoding import decoder as decoder_lib
+    from t2t.decoding import text_metrics
+    from t2t.utils import optional_deps
 
     split = FLAGS.decode_split or "dev"
     triples = decoder.decode_dev_set(FLAGS.eval_steps, split)
@@ -150,8 +179,19 @@ def _decode_dev(decoder, output_dir: str) -> None:
     print(f"Decoded {len(triples)} {split} examples: exact match {exact:.4f}; written to "
           f"{os.path.join(output_dir, f'decode_{split}.{{inputs,targets,outputs}}.txt')}",
           flush=True)
+    if decoder.decode_hparams.write_attention:
+        _write_attention(decoder, [t[0] for t in triples], [t[2] for t in triples],
+                         os.path.join(output_dir, f"decode_{split}.attention.html"))
     if triples and not decoder.is_class_label and not decoder.is_language_model:
-        _print_scores(decoder_lib.score_bleu([t[2] for t in triples], [t[1] for t in triples]))
+        metric_names = decoder.problem.eval_metrics()
+        if text_metrics.wants_rouge(metric_names):
+            try:
+                text_metrics.require_rouge()
+            except optional_deps.MissingDependencyError as e:  # the decodes are written
+                print(f"note: ROUGE skipped: {e}", file=sys.stderr, flush=True)
+                metric_names = ()
+        _print_scores(decoder_lib.score_decodes([t[2] for t in triples],
+                                                [t[1] for t in triples], metric_names))
 
 
 def main(argv: list[str]) -> None:
@@ -171,6 +211,7 @@ def main(argv: list[str]) -> None:
               f"batches decoded without a file)", file=sys.stderr, flush=True)
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
+    from t2t.decoding import text_metrics
     from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import problem as problem_lib
 
@@ -186,9 +227,19 @@ def main(argv: list[str]) -> None:
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         problem = registry.problem(problem_name)
         registry.model(model_name)
+        if FLAGS.decode_reference and text_metrics.wants_rouge(problem.eval_metrics()):
+            text_metrics.require_rouge()  # before the model loads and the decoding
         # On stderr: stdout carries the decodes (interactive answers, dev triples).
         common_flags.print_locations(data_dir, output_dir, sys.stderr)
+        if dhp.write_attention and (FLAGS.score_file or FLAGS.decode_interactive):
+            common_flags.fail("write_attention writes the heat maps of --decode_from_file's "
+                              "or the dev set's decodes; not with --score_file or "
+                              "--decode_interactive.")
         model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
+        if dhp.write_attention:
+            from t2t.decoding import attention_maps
+
+            attention_maps.check_model(model, model_name)  # before any decoding
         if FLAGS.score_file:
             _score_file(problem, model, data_dir, dhp)
             return

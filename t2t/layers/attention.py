@@ -166,7 +166,13 @@ class MultiHeadAttention(common.Layer):
         decode_index: tf.Tensor | None = None,
         memory_kv: tuple[tf.Tensor, tf.Tensor] | None = None,
         beam_ancestry: tf.Tensor | None = None,
-    ) -> tf.Tensor | tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        return_weights: bool = False,
+    ) -> tf.Tensor | tuple[tf.Tensor, Any]:
+        """`return_weights` (no cache, no beam slots): (output, softmax weights
+        float32 [B, N, Tq, Tk] before dropout), e.g. for attention heat maps."""
+        if return_weights and (cache is not None or beam_ancestry is not None):
+            raise ValueError("return_weights reads the attention of a whole sequence: not "
+                             "with an incremental-decoding cache or beam slots.")
         q = self._split_heads(self.q(query), self.key_depth)
         q *= tf.cast(self.key_depth**-0.5, q.dtype)
         if memory_kv is not None:
@@ -189,11 +195,13 @@ class MultiHeadAttention(common.Layer):
             logits = tf.matmul(q, k, transpose_b=True)
             if bias is not None:
                 logits += tf.cast(bias, logits.dtype)
-            weights = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
-            weights = self.dropout(tf.cast(weights, v.dtype), training=training)
+            probabilities = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
+            weights = self.dropout(tf.cast(probabilities, v.dtype), training=training)
             out = tf.matmul(weights, v)  # [B, N, Tq, D]
         out = tf.transpose(out, [0, 2, 1, 3])
         shape = tf.shape(out)
         out = tf.reshape(out, [shape[0], shape[1], self.num_heads * self.value_depth])
         out = self.output_transform(out)
+        if return_weights:
+            return out, probabilities
         return out if cache is None else (out, cache)

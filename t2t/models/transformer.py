@@ -38,8 +38,12 @@ class _Sublayer(common.Layer):
         self.inner = inner
         self.post = common.PrePostProcess(hparams.layer_postprocess_sequence, hparams, dropout, "post")
 
-    def call(self, x: tf.Tensor, training: bool | None = None, **kwargs: Any) -> Any:
-        """[B, T, H] -> [B, T, H]; with a `cache` (attention), (output, updated cache)."""
+    def call(self, x: tf.Tensor, training: bool | None = None, return_weights: bool = False,
+             **kwargs: Any) -> Any:
+        """[B, T, H] -> [B, T, H]; with a `cache` (attention), (output, updated cache);
+        with `return_weights` (attention), (output, attention weights)."""
+        if return_weights:  # a named argument: Keras refuses a bool beside tensors in kwargs
+            kwargs["return_weights"] = True
         y = self.inner(self.pre(x, training=training), training=training, **kwargs)
         cache = None
         if isinstance(y, tuple):
@@ -104,8 +108,10 @@ class DecoderLayer(common.Layer):
         self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
 
     def call(self, x, self_bias, memory=None, memory_bias=None, training=None, cache=None,
-             decode_index=None, memory_kv=None, beam_ancestry=None):
-        """[B, T, H] -> [B, T, H]; with a self-attention `cache`, (output, updated cache)."""
+             decode_index=None, memory_kv=None, beam_ancestry=None, return_attention=False):
+        """[B, T, H] -> [B, T, H]; with a self-attention `cache`, (output, updated cache);
+        with `return_attention` (no cache), (output, encoder-decoder attention weights
+        float32 [B, N, T, S])."""
         if decode_index is not None:  # Keras refuses a Python int beside tensors in **kwargs
             decode_index = tf.convert_to_tensor(decode_index, tf.int32)
         if cache is None:
@@ -114,6 +120,12 @@ class DecoderLayer(common.Layer):
             x, cache = self.self_attention(x, training=training, bias=self_bias, cache=cache,
                                            decode_index=decode_index,
                                            beam_ancestry=beam_ancestry)
+        if return_attention:
+            if cache is not None or self.encdec_attention is None:
+                raise ValueError("return_attention needs encoder-decoder attention and no cache.")
+            x, weights = self.encdec_attention(x, training=training, memory=memory,
+                                               bias=memory_bias, return_weights=True)
+            return self.ffn(x, training=training), weights
         if self.encdec_attention is not None:
             x = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias,
                                       memory_kv=memory_kv)
@@ -194,17 +206,53 @@ class Transformer(t2t_model.T2TModel):
             bias += attention.segment_bias(segment, segment)
         return bias
 
-    def decode(self, decoder_input, memory, memory_bias, features, training):
-        """Shifted embedded targets [B, T, H] -> decoder output [B, T, H]."""
+    def decode(self, decoder_input, memory, memory_bias, features, training,
+               return_attention=False):
+        """Shifted embedded targets [B, T, H] -> decoder output [B, T, H]; with
+        `return_attention`, (output, encoder-decoder attention weights float32
+        [B, layers, heads, T, S]): heat maps, no extra work otherwise."""
         hp = self.hparams
         x = decoder_input
         if hp.pos == "timing":
             x = positional.add_timing_signal(x, features.get("targets_position"))
         x = self.decoder.input_dropout(x, training=training)
         self_bias = self.decoder_self_bias(tf.shape(x)[1], features)
+        weights = []
         for layer in self.decoder.stack_layers:
-            x = layer(x, self_bias, memory=memory, memory_bias=memory_bias, training=training)
-        return self.decoder.final(x, training=training)
+            if return_attention:
+                x, layer_weights = layer(x, self_bias, memory=memory, memory_bias=memory_bias,
+                                         training=training, return_attention=True)
+                weights.append(layer_weights)
+            else:
+                x = layer(x, self_bias, memory=memory, memory_bias=memory_bias, training=training)
+        x = self.decoder.final(x, training=training)
+        return (x, tf.stack(weights, axis=1)) if return_attention else x
+
+    @property
+    def has_encdec_attention(self) -> bool:
+        """Whether encdec_attention_weights applies: an encoder and Transformer decoder layers."""
+        layers = getattr(getattr(self, "decoder", None), "stack_layers", [])
+        return (self.has_encoder and not self.is_classifier and bool(layers)
+                and all(isinstance(layer, DecoderLayer) for layer in layers))
+
+    def encdec_attention_weights(self, features: dict) -> tf.Tensor:
+        """Encoder-decoder attention of the model teacher-forced on ids
+        {"inputs": [B, S], "targets": [B, T]}: float32 [B, layers, heads, T, S].
+
+        Row t is the attention of the step that predicts targets[:, t]; padded source
+        positions get 0. Raises ValueError for a model without that attention."""
+        if not self.has_encdec_attention:
+            raise ValueError(
+                f"{type(self).__name__} has no per-layer encoder-decoder attention to show "
+                f"(it needs an encoder-decoder transformer on a problem with inputs and "
+                f"symbol targets, e.g. --model=transformer).")
+        embedded = self.bottom(features, training=False)
+        memory, _, nonpadding = self.encode(embedded["inputs"], {}, training=False)
+        decoder_input = self.shift_right(embedded["targets"], {})
+        _, weights = Transformer.decode(self, decoder_input, memory,
+                                        self._memory_bias(nonpadding, {}), {}, False,
+                                        return_attention=True)
+        return weights
 
     def _memory_bias(self, nonpadding: tf.Tensor, features: dict) -> tf.Tensor:
         """[B, 1, T or 1, S] bias of encoder-decoder attention (padding, and segments)."""

@@ -1,4 +1,4 @@
-"""The tf.Module a SavedModel export saves, and its two signatures.
+"""The tf.Module a SavedModel export saves, and its signatures.
 
     serving_default   {"inputs": string [B]} raw text (image problems: encoded PNG/JPEG
                       bytes) -> {"outputs": string [B], "scores": float32 [B]}
@@ -6,6 +6,13 @@
     serve_tf_example  {"examples": string [B]} serialized tf.train.Examples with int64
                       "inputs" ids (images: "image/encoded") -> {"outputs": int64 [B, L]
                       ids, 0 after EOS, "scores"} (+ "beams" int64 [B, K, L], ...)
+    attention         text problems of models with encoder-decoder attention (transformer):
+                      {"inputs": string [B], "outputs": string [B]} -> {"weights":
+                      float32 [B, layers, heads, T, S], "source_tokens": string [B, S],
+                      "target_tokens": string [B, T], "source_length", "target_length":
+                      int32 [B]}: the model teacher-forced on each output (+ EOS), as
+                      t2t.decoding.attention_maps computes it; row t is the step that
+                      predicts target token t. Tokens: "<EOS>", and "" for padding.
 
 How the weights are held: the module tracks the model's underlying `tf.Variable`s
 (`keras.Variable.value`) in a list, and the signatures are closures over the model, so
@@ -28,6 +35,7 @@ from t2t.serving import tokenizers
 
 TEXT_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "serve_tf_example"
+ATTENTION_SIGNATURE = "attention"
 
 
 class ExportError(ValueError):
@@ -164,6 +172,46 @@ class _Builder:
 
         return serve_text.get_concrete_function()
 
+    def attention_signature(self, module: tf.Module):
+        """attention: (input text, output text) -> encoder-decoder attention and tokens."""
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs"),
+                                      tf.TensorSpec([None], tf.string, name="outputs")])
+        def attention(inputs, outputs):
+            source = module.inputs_tokenizer.encode_for_model(
+                tokenizers.valid_utf8(inputs), int(self.settings.max_input_length))
+            target = module.targets_tokenizer.encode_for_model(tokenizers.valid_utf8(outputs))
+            weights = self.model.encdec_attention_weights({"inputs": source, "targets": target})
+            lengths = [tf.reduce_sum(tf.cast(ids != tokenizers.PAD_ID, tf.int32), axis=1)
+                       for ids in (source, target)]
+            return {"weights": tf.cast(weights, tf.float32),
+                    "source_tokens": token_strings(module.inputs_tokenizer, source),
+                    "target_tokens": token_strings(module.targets_tokenizer, target),
+                    "source_length": lengths[0], "target_length": lengths[1]}
+
+        return attention.get_concrete_function()
+
+
+def token_strings(tokenizer: tokenizers.InGraphTokenizer, ids: tf.Tensor) -> tf.Tensor:
+    """ids int [B, L] -> string [B, L], one display string per id as
+    t2t.decoding.attention_maps.token_strings gives: "<EOS>", "" for PAD."""
+    ids = tf.cast(ids, tf.int32)
+    flat = tf.reshape(ids, [-1])
+    if isinstance(tokenizer, tokenizers.SentencePieceTokenizer):
+        pieces = tokenizer.sp.id_to_string(flat)  # the piece, "▁" and all
+    else:
+        pieces = tokenizer.decode(flat[:, None])
+    pieces = tf.where(flat == tokenizers.EOS_ID, "<EOS>",
+                      tf.where(flat == tokenizers.PAD_ID, "", pieces))
+    return tf.reshape(pieces, tf.shape(ids))
+
+
+def has_attention_signature(model: Any, is_image: bool) -> bool:
+    """Text problems of models with encoder-decoder attention get the attention signature."""
+    php = model.problem_hparams
+    return (not is_image and not php.is_classifier and not php.is_language_model
+            and php.modality.get("targets") == Modality.SYMBOL
+            and bool(getattr(model, "has_encdec_attention", False)))
+
 
 def build_serving_module(
     model: Any,
@@ -196,5 +244,7 @@ def build_serving_module(
     if not builder.is_image:
         module.inputs_tokenizer = tokenizers.from_encoder(encoders.get("inputs"))
     module.targets_tokenizer = tokenizers.from_encoder(encoders.get("targets"))
-    return module, {TEXT_SIGNATURE: builder.text_signature(module),
-                    EXAMPLES_SIGNATURE: examples}
+    signatures = {TEXT_SIGNATURE: builder.text_signature(module), EXAMPLES_SIGNATURE: examples}
+    if has_attention_signature(model, builder.is_image):
+        signatures[ATTENTION_SIGNATURE] = builder.attention_signature(module)
+    return module, signatures

@@ -2,17 +2,56 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
+import textwrap
 
+import numpy as np
 import pytest
 
+from t2t import registry, usr_dir
+from t2t.decoding import text_metrics
 from tests.helpers.runs import untrained_run
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 DECODER = [sys.executable, "-m", "t2t.bin.t2t_decoder"]
 BLEU = [sys.executable, "-m", "t2t.bin.t2t_bleu"]
 FAST = "--decode_hparams=beam_size=1,batch_size=4,extra_length=3"
+
+
+# A tiny word-level summarization problem whose metrics, like summarize_cnn_dailymail32k's,
+# include ROUGE.
+SUMMARY_PROBLEM = "tiny_summarize_rouge_test"
+SUMMARY_MODULE = textwrap.dedent('''
+    from t2t import registry
+    from t2t.problems import problem, text_problems
+
+    WORDS = ["the", "cat", "sat", "on", "mat", "dog", "ran", "to", "red", "house"]
+    PAIRS = {
+        "train": [("the cat sat on the red mat", "cat sat on mat"),
+                  ("the dog ran to the red house", "dog ran to house")] * 4,
+        "dev": [("the red cat ran to the dog", "cat ran to dog"),
+                ("the dog sat on the cat", "dog sat on cat")],
+    }
+
+
+    @registry.register_problem("PROBLEM_NAME")
+    class TinySummarize(text_problems.Text2TextProblem):
+        vocab_type = text_problems.VOCAB_TOKEN
+        splits = (problem.SplitSpec("train", 1), problem.SplitSpec("dev", 1))
+
+        def vocab_tokens(self):
+            return WORDS
+
+        def generate_samples(self, data_dir, tmp_dir, split):
+            for article, summary in PAIRS[split]:
+                yield {"inputs": article, "targets": summary}
+
+        def eval_metrics(self):
+            return [*super().eval_metrics(), "rouge_2", "rouge_l"]
+''').replace("PROBLEM_NAME", SUMMARY_PROBLEM)
+ROUGE_LINE = re.compile(r"^(ROUGE-[12L])\|(\S+) = (\d+\.\d\d) F \(P (\d+\.\d\d), R (\d+\.\d\d)\)$")
 
 
 def _run(args, **kwargs):
@@ -57,6 +96,10 @@ def test_decode_from_file_with_reference(run_dir, tmp_path):
     assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
     assert scores["bleu_signature"].startswith("BLEU|nrefs:1")
     assert f"Scores written to {decodes}.scores.json" in result.stdout
+    # No ROUGE where the problem does not ask for it: the output is BLEU's and chrF's only.
+    assert "ROUGE" not in result.stdout + result.stderr
+    assert set(scores) == {"bleu", "chrf", "lines", "bleu_signature", "chrf_signature",
+                           "reference"}
 
 
 def test_interactive_answers_two_lines_in_one_process(run_dir):
@@ -100,6 +143,42 @@ def test_dev_set_decoding_and_errors(run_dir, tmp_path):
     assert "Traceback" not in missing.stderr + bad.stderr + no_run.stderr
 
 
+def test_write_attention_heat_maps(run_dir, tmp_path):
+    data_dir, output_dir = run_dir
+    source = tmp_path / "source.txt"
+    source.write_text("1 0 1\n0 0\n")
+    decodes = tmp_path / "out.decodes"
+    result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                   FAST + ",write_attention=true,write_beam_scores=true",
+                   f"--decode_from_file={source}", f"--decode_to_file={decodes}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    page_path = f"{decodes}.attention.html"
+    assert f"Attention heat maps of 2 outputs written to {page_path}" in result.stdout
+    page = open(page_path, encoding="utf-8").read()
+    data = json.loads(page.split('<script type="application/json" id="data">')[1]
+                      .split("</script>")[0])
+    assert [e["source"] for e in data["examples"]] == [["1", "0", "1", "<EOS>"],
+                                                       ["0", "0", "<EOS>"]]
+    outputs = [line.split("\t")[0].split() for line in open(decodes, encoding="utf-8")]
+    assert [e["target"] for e in data["examples"]] == [[*o, "<EOS>"] for o in outputs]
+    assert (data["layers"], data["heads"]) == (2, 2)  # transformer_test
+    first = np.asarray(data["examples"][0]["weights"])
+    assert first.shape == (2, 2, len(outputs[0]) + 1, 4)
+    np.testing.assert_allclose(first.sum(-1), 1.0, atol=1e-3)
+    # The dev set's decodes: OUTPUT_DIR/decode_dev.attention.html.
+    dev = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                FAST + ",write_attention=true", "--eval_steps=1"])
+    assert dev.returncode == 0, dev.stderr[-3000:]
+    dev_page = os.path.join(output_dir, "decode_dev.attention.html")
+    assert f"Attention heat maps of 4 outputs written to {dev_page}" in dev.stdout
+    # What it cannot honour is refused before decoding, naming the reason.
+    refused = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                    FAST + ",write_attention=true", "--decode_interactive"], input="1 0\n")
+    assert refused.returncode == 1
+    assert "not with --score_file or --decode_interactive" in refused.stderr
+    assert "Traceback" not in result.stderr + dev.stderr + refused.stderr
+
+
 def test_t2t_bleu(tmp_path):
     (tmp_path / "hyp.txt").write_text("the cat sat on the mat\nhello world\n")
     (tmp_path / "ref.txt").write_text("the cat sat on the mat\nhello world\n")
@@ -116,3 +195,100 @@ def test_t2t_bleu(tmp_path):
     missing = _run([*BLEU, f"--translation={tmp_path / 'nope.txt'}", "--reference=x"])
     assert missing.returncode == 1 and "no such file" in missing.stderr
     assert "Traceback" not in mismatch.stderr + missing.stderr
+
+
+# ------------------------------------------------------------------ ROUGE
+@pytest.fixture(scope="module")
+def summary_run(tmp_path_factory):
+    """(usr module path, data_dir, output_dir) of an untrained run of SUMMARY_PROBLEM."""
+    root = tmp_path_factory.mktemp("decoder_rouge")
+    path = root / "tiny_summarize.py"
+    path.write_text(SUMMARY_MODULE)
+    module = usr_dir.import_usr_dir(str(path))
+    try:
+        yield (str(path), *untrained_run(SUMMARY_PROBLEM, root))
+    finally:
+        registry.REGISTRIES["problem"].unregister(SUMMARY_PROBLEM)
+        sys.modules.pop(module.__name__, None)
+
+
+def _summary_args(summary_run):
+    usr_file, data_dir, output_dir = summary_run
+    return [*DECODER, f"--t2t_usr_dir={usr_file}", f"--output_dir={output_dir}",
+            f"--data_dir={data_dir}", FAST]
+
+
+def _printed_rouge(stdout):
+    """{"ROUGE-1": (F, P, R), ...} as printed, and the set of the lines' signatures."""
+    matches = [ROUGE_LINE.match(line) for line in stdout.splitlines() if "ROUGE" in line]
+    assert len(matches) == 3 and all(matches), stdout
+    return {m[1]: (m[3], m[4], m[5]) for m in matches}, {m[2] for m in matches}
+
+
+def _expected_rouge(hypotheses, references):
+    """rouge_scores of the same lines, and what the decoder must print (2 decimals)."""
+    scores = text_metrics.rouge_scores(hypotheses, references)
+    return scores, {label: tuple(f"{scores[name + part]:.2f}" for part in ("", "_p", "_r"))
+                    for name, label in text_metrics.ROUGE_LABELS.items()}
+
+
+def test_rouge_of_a_summarization_problem(summary_run, tmp_path):
+    pytest.importorskip("rouge_score")
+    source = tmp_path / "articles.txt"
+    source.write_text("the cat sat on the red mat\nthe dog ran to the house\nthe red cat\n")
+    reference = tmp_path / "summaries.txt"
+    # Every word of the vocabulary in each reference: a non-empty decode overlaps it.
+    reference.write_text("cat sat on mat the dog ran to red house\n" * 3)
+    decodes = tmp_path / "summaries.decodes"
+    result = _run([*_summary_args(summary_run), f"--decode_from_file={source}",
+                   f"--decode_to_file={decodes}", f"--decode_reference={reference}"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    print(result.stdout)  # the figures, for the README (pytest -s)
+    assert "BLEU|nrefs:1|" in result.stdout and "chrF2|nrefs:1|" in result.stdout
+    hypotheses = decodes.read_text(encoding="utf-8").splitlines()
+    scores, expected = _expected_rouge(hypotheses, reference.read_text().splitlines())
+    printed, signatures = _printed_rouge(result.stdout)
+    assert printed == expected
+    assert signatures == {text_metrics.rouge_signature()}
+    assert signatures.pop().startswith("nrefs:1|tok:default|stem:porter|agg:mean|version:")
+    if any(h.split() for h in hypotheses):
+        assert float(printed["ROUGE-1"][1]) > 0  # precision: each word is in its reference
+    record = json.loads((tmp_path / "summaries.decodes.scores.json").read_text())
+    for name in text_metrics.ROUGE_LABELS:
+        for part in ("", "_p", "_r"):
+            assert record[name + part] == pytest.approx(scores[name + part], abs=1e-9)
+    assert record["rouge_signature"] == text_metrics.rouge_signature() and record["lines"] == 3
+
+    # The dev set: ROUGE of the outputs written against the targets written.
+    dev = _run([*_summary_args(summary_run), "--eval_steps=1"])
+    assert dev.returncode == 0, dev.stderr[-3000:]
+    outputs, targets = (
+        open(os.path.join(summary_run[2], f"decode_dev.{name}.txt"), encoding="utf-8")
+        .read().splitlines() for name in ("outputs", "targets"))
+    assert targets == ["cat ran to dog", "dog sat on cat"]
+    assert _printed_rouge(dev.stdout)[0] == _expected_rouge(outputs, targets)[1]
+    assert "Traceback" not in result.stderr + dev.stderr
+
+
+def test_rouge_without_rouge_score_installed(summary_run, tmp_path):
+    shadow = tmp_path / "shadow"  # `import rouge_score` fails there as if not installed
+    shadow.mkdir()
+    (shadow / "rouge_score.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'rouge_score'\", name='rouge_score')\n")
+    path = os.pathsep.join(filter(None, [str(shadow), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path}
+    (tmp_path / "in.txt").write_text("the cat\n")
+    decodes = tmp_path / "out.decodes"
+    failed = _run([*_summary_args(summary_run), f"--decode_from_file={tmp_path / 'in.txt'}",
+                   f"--decode_to_file={decodes}", f"--decode_reference={tmp_path / 'in.txt'}"],
+                  env=env)
+    message = "ROUGE needs rouge_score, which is not installed: pip install 't2t[summarization]'"
+    assert failed.returncode == 1
+    assert failed.stderr.strip().splitlines()[-1] == f"error: {message}", failed.stderr[-3000:]
+    assert not decodes.exists()  # refused before decoding
+    # Dev decodes are still written and scored with BLEU; ROUGE is skipped with a note.
+    dev = _run([*_summary_args(summary_run), "--eval_steps=1"], env=env)
+    assert dev.returncode == 0, dev.stderr[-3000:]
+    assert "BLEU|nrefs:1|" in dev.stdout and "ROUGE-" not in dev.stdout
+    assert f"note: ROUGE skipped: {message}" in dev.stderr
+    assert "Traceback" not in failed.stderr + dev.stderr

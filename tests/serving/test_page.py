@@ -1,6 +1,7 @@
 """t2t-serve's try-it page in a real browser (Debian's headless Chromium through Selenium
-and chromedriver): pick a model, type text or choose an image, read the output, and a
-screenshot. Skipped, saying why, where Chromium is not installed (.ci/run installs it)."""
+and chromedriver): pick a model, type text or choose an image, read the output and a
+transformer's attention heat map, and a screenshot. Skipped, saying why, where Chromium
+is not installed (.ci/run installs it)."""
 
 import os
 import shutil
@@ -99,3 +100,85 @@ def test_choose_an_image_file(browser, server, tmp_path):
     browser.find_element(By.ID, "file").send_keys(str(bad))
     browser.find_element(By.ID, "run").click()
     assert "the model rejected the input" in _wait_text(browser, "error", bool)
+
+
+# ------------------------------------------------------------ attention heat map
+PROBLEM = "algorithmic_reverse_binary40_test"
+
+
+@pytest.fixture(scope="module")
+def transformer_server(tmp_path_factory):
+    """t2t-serve serving a real transformer_test export (with its attention signature)."""
+    import numpy as np
+
+    from t2t import registry
+    from t2t.decoding import decoder as decoder_lib
+    from t2t.hparams.basic import create_hparams
+    from t2t.models import variable_names
+    from t2t.serving import export as export_lib
+    from tests.helpers.runs import untrained_run
+
+    root = tmp_path_factory.mktemp("page_attention")
+    data_dir, run = untrained_run(PROBLEM, root)
+    problem, hparams = registry.problem(PROBLEM), create_hparams("transformer_test")
+    model = decoder_lib.load_model(problem, "transformer", hparams, data_dir, run)
+    # As tests/serving/test_export.py: push PAD and EOS down, so that outputs are not empty.
+    named = variable_names.named_variables(model)
+    embedding = named["feature_modalities.inputs.embedding"].numpy()
+    embedding[:, 0] = 0.0
+    embedding[0, 0], embedding[1, 0] = -3.0, -0.4
+    named["feature_modalities.inputs.embedding"].assign(embedding)
+    beta = np.zeros(named["decoder.final.norm.beta"].shape, np.float32)
+    beta[0] = 3.0
+    named["decoder.final.norm.beta"].assign(beta)
+    export_lib.export(problem, "transformer", hparams, data_dir, run, None,
+                      "beam_size=1,extra_length=3", parity_check=False, model=model)
+    with ServerThread({"tiny": os.path.join(run, "export")}) as running:
+        yield running
+
+
+def _cells(driver):
+    """The heat map's weights as drawn: [[float, ...] per row] and the row/column labels."""
+    from selenium.webdriver.common.by import By
+
+    table = driver.find_element(By.CSS_SELECTOR, "#heatmap table.heat")
+    columns = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")][1:]
+    rows, labels = [], []
+    for tr in table.find_elements(By.CSS_SELECTOR, "tbody tr"):
+        labels.append(tr.find_element(By.TAG_NAME, "th").text)
+        rows.append([float(td.get_attribute("data-weight"))
+                     for td in tr.find_elements(By.CSS_SELECTOR, "td.cell")])
+    return rows, labels, columns
+
+
+def test_attention_heat_map_of_a_transformer(browser, transformer_server, tmp_path):
+    import numpy as np
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    browser.get(transformer_server.url + "/")
+    _wait_text(browser, "details", lambda t: "version" in t)
+    _choose_model(browser, "tiny")
+    assert "attention heat map" in browser.find_element(By.ID, "details").text
+    browser.find_element(By.ID, "input").send_keys("1 0 1 1")
+    browser.find_element(By.ID, "run").click()
+    output = _wait_text(browser, "output", lambda t: t not in ("", "…"))
+    WebDriverWait(browser, 30).until(
+        lambda d: not d.find_element(By.ID, "attention").get_attribute("hidden"))
+    status, reply = transformer_server.call("/v1/models/tiny:predict", {
+        "signature_name": "attention", "instances": [{"inputs": "1 0 1 1", "outputs": output}]})
+    assert status == 200, reply
+    served = reply["predictions"][0]
+    weights = np.asarray(served["weights"])  # [layers, heads, T, S]
+    assert weights.shape[:2] == (2, 2)  # transformer_test
+    assert served["source_tokens"] == ["1", "0", "1", "1", "<EOS>"]
+    assert served["target_tokens"] == [*output.split(), "<EOS>"]
+    for layer, head in ((0, 0), (1, 1)):
+        Select(browser.find_element(By.ID, "layer")).select_by_value(str(layer))
+        Select(browser.find_element(By.ID, "head")).select_by_value(str(head))
+        rows, labels, columns = _cells(browser)
+        assert labels == served["target_tokens"] and columns == served["source_tokens"]
+        np.testing.assert_allclose(rows, weights[layer, head], atol=1e-6)
+        np.testing.assert_allclose(np.sum(rows, axis=1), 1.0, atol=1e-5)
+    shot = tmp_path / "attention.png"
+    assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5000

@@ -14,7 +14,12 @@ agree with t2t's own decoding of the checkpoint (--skip_parity_check skips it).
 --problem, --model, --hparams_set, --hparams, --data_dir and --t2t_usr_dir default to
 the run's (run.json, hparams.json in --output_dir): `t2t-exporter --output_dir=RUN`
 needs nothing else. SentencePiece problems need tensorflow-text, here and in
-the serving process (`import tensorflow_text`); --ids_only leaves the text signature out.
+the serving process (`import tensorflow_text`); their exports also write an ids-only
+SavedModel (stock ops, vocabulary in assets/) to EXPORT_DIR_ids_only/<same version>/;
+--ids_only writes only that kind, in EXPORT_DIR.
+
+--format=keras writes a .keras file and a TFSMLayer SavedModel (OUTPUT_DIR/export_keras),
+--format=tflite a LiteRT model (OUTPUT_DIR/export_tflite); see --helpfull.
 """
 
 from __future__ import annotations
@@ -48,12 +53,40 @@ def _print_signatures(version_dir: str) -> None:
     if info.get("needs_tensorflow_text"):
         print("The text signature uses tensorflow_text ops: `import tensorflow_text` before "
               "loading (TF Serving includes them).")
+    if info.get("ids_only_export"):
+        print(f"Exported (ids in/out, stock TF ops, no tensorflow_text): "
+              f"{info['ids_only_export']}")
     parity = info.get("parity")
     if parity:
         print(f"Parity check passed on {parity['examples']} decodes"
               f"{' (sampling: outputs not compared)' if parity['sampling'] else ''}.")
     else:
         print("Parity check skipped.")
+
+
+def _export_format(export_config: config.ExportConfig, problem, model_name: str, hparams,
+                   data_dir: str, checkpoint: str, export_dir: str, dhp) -> None:
+    """--format=keras / tflite: each writes EXPORT_DIR/<version>/ and says what it wrote."""
+    if export_config.format == "keras":
+        from t2t.serving import keras_export
+
+        print(f"Exporting {model_name} on {problem.name} from {checkpoint} as Keras files "
+              f"to {export_dir}", flush=True)
+        version_dir = keras_export.export_keras(problem, model_name, hparams, data_dir,
+                                                checkpoint, export_dir)
+        report = keras_export.report_lines(version_dir)
+    else:
+        from t2t.serving import tflite_export
+
+        print(f"Exporting {model_name} on {problem.name} from {checkpoint} as LiteRT "
+              f"({dhp.to_string()}) to {export_dir}", flush=True)
+        version_dir = tflite_export.export_tflite(
+            problem, model_name, hparams, data_dir, checkpoint, export_dir, dhp,
+            parity_check=not export_config.skip_parity_check,
+            parity_examples=export_config.parity_examples)
+        report = tflite_export.report_lines(version_dir)
+    print(f"Exported: {version_dir}")
+    print("\n".join(report), flush=True)
 
 
 def main(argv: list[str]) -> None:
@@ -78,9 +111,15 @@ def main(argv: list[str]) -> None:
         registry.model(model_name)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         export_config = config_flags.build(config.ExportConfig)
+        default_dir = ("export" if export_config.format == "saved_model"
+                       else f"export_{export_config.format}")
         export_dir = os.path.expanduser(export_config.export_dir
-                                        or os.path.join(output_dir, "export"))
+                                        or os.path.join(output_dir, default_dir))
         common_flags.print_locations(data_dir, output_dir)
+        if export_config.format != "saved_model":
+            _export_format(export_config, problem, model_name, hparams, data_dir, checkpoint,
+                           export_dir, dhp)
+            return
         print(f"Exporting {model_name} on {problem_name} from {checkpoint} "
               f"({dhp.to_string()}) to {export_dir}", flush=True)
         version_dir = export_lib.export(

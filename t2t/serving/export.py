@@ -23,14 +23,25 @@ The decode settings (beam_size, alpha, extra_length, temperature, top_k, top_p,
 return_beams, max_input_length) are fixed at export time; as in t2t's Decoder, the
 decode length is the longest input of a request (EOS included) + extra_length.
 
+SentencePiece problems: their text signature uses tensorflow_text ops, and a SavedModel
+holding them cannot even be loaded (tf.saved_model.load: "Op type not registered")
+where tensorflow_text is not imported. So their export also writes a second, ids-only
+SavedModel at EXPORT_DIR_ids_only/<same version>/ (TF Serving's layout): serving_default
+and serve_tf_example are both the tf.Example signature above, stock ops only, the
+vocabulary still in assets/. Each one's t2t_export.json names both ("text_export",
+"ids_only_export"). Other problems' text signatures use stock ops already: one
+SavedModel. `text_signature=False` writes only the ids-only SavedModel, in EXPORT_DIR.
+
 The module and its signatures are built by t2t.serving.serving_module; the parity gate
 (t2t.serving.parity) runs before the export is moved to its version directory: a fresh
 Python process that imports only TensorFlow loads it and must decode dev examples
-exactly as t2t's Decoder does, otherwise the export is deleted.
+exactly as t2t's Decoder does, otherwise the export is deleted. With a sibling, both
+are checked and moved in only when both passed; a failure leaves neither.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging as std_logging
@@ -56,9 +67,11 @@ from t2t.serving.serving_module import (
 )
 
 __all__ = ["EXAMPLES_SIGNATURE", "EXPORT_INFO_FILE", "ExportError", "HPARAMS_FILE",
-           "ParityError", "TEXT_SIGNATURE", "build_serving_module", "check_parity", "export"]
+           "IDS_ONLY_SUFFIX", "ParityError", "TEXT_SIGNATURE", "build_serving_module",
+           "check_parity", "export", "ids_only_export_dir"]
 
 HPARAMS_FILE = "hparams.json"
+IDS_ONLY_SUFFIX = "_ids_only"  # EXPORT_DIR + this: a SentencePiece problem's ids-only export
 PARITY_EXAMPLES = 6  # dev examples decoded by the parity gate (ExportConfig.parity_examples)
 
 
@@ -120,11 +133,23 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _new_version(export_dir: str) -> str:
+def _new_version(*export_dirs: str) -> str:
+    """A unix timestamp that is a version in none of export_dirs."""
     version = int(time.time())
-    while os.path.exists(os.path.join(export_dir, str(version))):
+    while any(os.path.exists(os.path.join(d, str(version))) for d in export_dirs):
         version += 1
     return str(version)
+
+
+def ids_only_export_dir(export_dir: str) -> str:
+    """Where the ids-only sibling of export_dir's SentencePiece exports goes: RUN/export
+    -> RUN/export_ids_only (its own TF Serving model base path)."""
+    return os.path.abspath(os.path.expanduser(export_dir)).rstrip(os.sep) + IDS_ONLY_SUFFIX
+
+
+def _needs_tensorflow_text(module: Any) -> bool:
+    return any(getattr(getattr(module, name, None), "needs_tensorflow_text", False)
+               for name in ("inputs_tokenizer", "targets_tokenizer"))
 
 
 # ------------------------------------------------------------------ export
@@ -148,29 +173,98 @@ def _save_module(module: Any, signatures: dict[str, Any], encoders: dict[str, An
             tf.saved_model.save(module, staging, signatures=signatures)
 
 
-def _export_info(problem: Any, model_name: str, model: Any, checkpoint: str,
-                 dhp: DecodeHParams, settings: settings_lib.DecodeSettings,
-                 encoders: dict[str, Any], module: Any, signatures: dict[str, Any],
-                 text_signature: bool, version: str) -> dict[str, Any]:
+@dataclasses.dataclass
+class _Source:
+    """What every SavedModel of one export is made from."""
+
+    problem: Any
+    model_name: str
+    model: Any
+    checkpoint: str
+    dhp: DecodeHParams
+    settings: settings_lib.DecodeSettings
+    encoders: dict[str, Any]
+    data_dir: str | None
+
+
+@dataclasses.dataclass
+class _Target:
+    """One SavedModel of an export: staged in `staging`, then moved to `version_dir`."""
+
+    module: Any
+    signatures: dict[str, Any]
+    text_signature: bool
+    version_dir: str
+    staging: str
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _export_info(source: _Source, target: _Target, version: str) -> dict[str, Any]:
     """What assets.extra/t2t_export.json records about an export."""
-    needs_tensorflow_text = any(
-        getattr(getattr(module, name, None), "needs_tensorflow_text", False)
-        for name in ("inputs_tokenizer", "targets_tokenizer")
-    )
+    model = source.model
     return {
-        "problem": problem.name,
-        "model": model_name,
-        "checkpoint": os.path.abspath(checkpoint),
-        "decode_hparams": dataclasses.asdict(dhp),
-        "serving_settings": settings.to_dict(),
+        "problem": source.problem.name,
+        "model": source.model_name,
+        "checkpoint": os.path.abspath(source.checkpoint),
+        "decode_hparams": dataclasses.asdict(source.dhp),
+        "serving_settings": source.settings.to_dict(),
         "problem_hparams": model.problem_hparams.to_dict(),
-        "encoders": {k: _describe(v) for k, v in sorted(encoders.items())},
-        "signatures": _signature_info(signatures),
-        "needs_tensorflow_text": needs_tensorflow_text,
-        "text_signature": text_signature,
+        "encoders": {k: _describe(v) for k, v in sorted(source.encoders.items())},
+        "signatures": _signature_info(target.signatures),
+        "needs_tensorflow_text": _needs_tensorflow_text(target.module),
+        "text_signature": target.text_signature,
         "versions": _versions(),
         "exported_at": int(version),
     }
+
+
+def _ids_only_module(source: _Source) -> tuple[Any, dict[str, Any]]:
+    """The module and signatures of an ids-only SavedModel: stock TF ops only."""
+    module, signatures = build_serving_module(source.model, source.problem, source.encoders,
+                                              source.settings, text_signature=False)
+    for name in ("inputs_tokenizer", "targets_tokenizer"):
+        # No ids-only signature uses a tokenizer, but a tracked one (a language model's)
+        # would save its tensorflow_text resource, and loading would need tensorflow_text.
+        if hasattr(module, name):
+            delattr(module, name)
+    return module, signatures
+
+
+def _stage(source: _Source, target: _Target, version: str, links: dict[str, str]) -> None:
+    """Saves target's SavedModel and its assets.extra into target.staging."""
+    _save_module(target.module, target.signatures, source.encoders, target.staging)
+    target.info = {**_export_info(source, target, version), **links}
+    extra = os.path.join(target.staging, "assets.extra")
+    os.makedirs(extra, exist_ok=True)
+    _write_json(os.path.join(extra, EXPORT_INFO_FILE), target.info)
+    _write_json(os.path.join(extra, HPARAMS_FILE), source.model.hparams.values())
+
+
+def _write_all(source: _Source, targets: list[_Target], version: str, parity_check: bool,
+               parity_examples: int) -> None:
+    """Stages every target, runs the parity gate on each, then moves them all in; on any
+    failure none is left (staging deleted, versions moved in taken out again)."""
+    links = {}
+    if len(targets) > 1:
+        links = {"text_export": targets[0].version_dir, "ids_only_export": targets[1].version_dir}
+    moved: list[str] = []
+    try:
+        for target in targets:
+            _stage(source, target, version, links)
+        if parity_check:
+            for target in targets:
+                target.info["parity"] = check_parity(
+                    target.staging, source.problem, source.model, source.data_dir, source.dhp,
+                    parity_examples, info=target.info)
+                _write_json(os.path.join(target.staging, "assets.extra", EXPORT_INFO_FILE),
+                            target.info)
+        for target in targets:
+            os.replace(target.staging, target.version_dir)
+            moved.append(target.version_dir)
+    except BaseException:
+        for path in [*moved, *(t.staging for t in targets)]:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
 
 
 def export(
@@ -191,10 +285,14 @@ def export(
 
     `checkpoint_path`: a checkpoint prefix or a run directory (its latest checkpoint);
     `export_dir` defaults to RUN/export. `decode_hparams`: DecodeHParams or their string.
+    When the text signature needs tensorflow_text (SentencePiece), the ids-only sibling
+    goes to ids_only_export_dir(export_dir)/<same timestamp> (its t2t_export.json and
+    the returned one's name it: "ids_only_export").
     `text_signature=False` leaves out the in-graph tokenizers (serving_default is then
-    the tf.Example signature): no tensorflow_text ops even for SentencePiece problems.
-    `model`: an already loaded model (load_model) to reuse. With `parity_check` (the
-    default) the export is verified in a fresh process (see t2t.serving.parity).
+    the tf.Example signature): no tensorflow_text ops even for SentencePiece problems,
+    and no sibling. `model`: an already loaded model (load_model) to reuse. With
+    `parity_check` (the default) each SavedModel is verified in a fresh process (see
+    t2t.serving.parity).
     """
     dhp = decode_hparams
     if dhp is None or isinstance(dhp, str):
@@ -207,28 +305,33 @@ def export(
     if model is None:
         model = decoder_lib.load_model(problem, model_name, hparams, data_dir, checkpoint)
     encoders = problem.feature_encoders(data_dir)
-    settings = settings_lib.resolve(dhp, model)
-    module, signatures = build_serving_module(model, problem, encoders, settings,
-                                              text_signature=text_signature)
-    os.makedirs(export_dir, exist_ok=True)
-    version = _new_version(export_dir)
-    staging = os.path.join(export_dir, f"temp-{version}-{os.getpid()}")
+    source = _Source(problem, model_name, model, checkpoint, dhp,
+                     settings_lib.resolve(dhp, model), encoders, data_dir)
+    if text_signature:
+        built = [build_serving_module(model, problem, encoders, source.settings,
+                                      text_signature=True)]
+        if _needs_tensorflow_text(built[0][0]):
+            built.append(_ids_only_module(source))
+    else:
+        built = [_ids_only_module(source)]
+    dirs = [export_dir, ids_only_export_dir(export_dir)][:len(built)]
+    created = [d for d in dirs if not os.path.isdir(d)]
+    for folder in dirs:
+        os.makedirs(folder, exist_ok=True)
+    version = _new_version(*dirs)
+    targets = [_Target(module, signatures, text_signature and index == 0,
+                       os.path.join(folder, version),
+                       os.path.join(folder, f"temp-{version}-{os.getpid()}"))
+               for index, ((module, signatures), folder) in enumerate(zip(built, dirs, strict=True))]
     try:
-        _save_module(module, signatures, encoders, staging)
-        info = _export_info(problem, model_name, model, checkpoint, dhp, settings, encoders,
-                            module, signatures, text_signature, version)
-        extra = os.path.join(staging, "assets.extra")
-        os.makedirs(extra, exist_ok=True)
-        _write_json(os.path.join(extra, EXPORT_INFO_FILE), info)
-        _write_json(os.path.join(extra, HPARAMS_FILE), model.hparams.values())
-        if parity_check:
-            info["parity"] = check_parity(staging, problem, model, data_dir, dhp,
-                                          parity_examples, info=info)
-            _write_json(os.path.join(extra, EXPORT_INFO_FILE), info)
-        version_dir = os.path.join(export_dir, version)
-        os.replace(staging, version_dir)
+        _write_all(source, targets, version, parity_check, parity_examples)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        for folder in created:  # an ids-only folder this failed export made, now empty
+            if folder == export_dir:
+                continue
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
         raise
-    logging.info("Exported %s to %s.", checkpoint, version_dir)
-    return version_dir
+    for target in targets:
+        logging.info("Exported %s to %s.", checkpoint, target.version_dir)
+    return targets[0].version_dir

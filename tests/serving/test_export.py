@@ -80,6 +80,7 @@ def test_layout_assets_and_info(exported):
     assert export_dir == os.path.join(exported["run"], "export")
     assert os.path.basename(version_dir).isdigit()
     assert os.listdir(export_dir) == [os.path.basename(version_dir)]  # no staging left
+    assert not os.path.exists(export_dir + "_ids_only")  # stock ops already: no sibling
     assert sorted(os.listdir(os.path.join(version_dir, "assets"))) == [
         "inputs.token.txt", "targets.token.txt"]
     with open(os.path.join(version_dir, "assets.extra", "t2t_export.json")) as f:
@@ -88,7 +89,7 @@ def test_layout_assets_and_info(exported):
     assert info["checkpoint"].endswith("ckpt-5")
     assert info["serving_settings"]["beam_size"] == 2 and info["serving_settings"]["top_beams"] == 2
     assert info["parity"]["examples"] >= 8 and not info["parity"]["sampling"]
-    assert info["needs_tensorflow_text"] is False
+    assert info["needs_tensorflow_text"] is False and "ids_only_export" not in info
     assert info["signatures"]["serving_default"]["inputs"] == {
         "inputs": {"dtype": "string", "shape": [None]}}
     assert info["signatures"]["serve_tf_example"]["outputs"]["beams"]["dtype"] == "int64"

@@ -34,6 +34,7 @@ setup(
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "serve": ["aiohttp>=3.9"],  # t2t-serve: the HTTP server
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
+        "tflite": ["ai-edge-litert>=2.0"],  # t2t-exporter --format=tflite: the LiteRT interpreter
         "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots
     },
     entry_points={

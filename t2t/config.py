@@ -99,6 +99,10 @@ class TrainerConfig:
     keep_checkpoint_max: int = setting(20, "Checkpoints kept.")
     log_every_steps: int = setting(100, "Progress line and summaries every this many steps.")
     warm_start_from: str | None = setting(None, "Checkpoint (or dir) to load weights from.")
+    resume_from: str | None = setting(None, "Resume from this checkpoint of --output_dir "
+                                      "(e.g. ckpt-1000) instead of the latest, when the "
+                                      "latest is damaged; it becomes the latest, the newer "
+                                      "ones stay on disk, unlisted.")
     decode_summaries: int = setting(3, "Dev examples decoded greedily into TensorBoard text "
                                     "at each evaluation.", flag=False)
     checkpoint_iterator: bool = setting(True, "Save the input position with the checkpoints "

@@ -49,7 +49,9 @@ flags.DEFINE_string("decode_from_file", None, "Decode each line of this file. A 
                     "warning; an empty file is refused.")
 flags.DEFINE_string("decode_to_file", None, "Where to write the decodes, one line per input "
                     "line (default: DECODE_FROM_FILE.MODEL.HPARAMS_SET.PROBLEM.beamN.alphaA"
-                    ".decodes).")
+                    ".decodes). Written to DECODE_TO_FILE.partial (progress in .partial.json) "
+                    "until complete: a killed decode run again with the same flags continues "
+                    "where it stopped.")
 flags.DEFINE_string("decode_reference", None, "References of --decode_from_file, one per "
                     "line: print sacrebleu BLEU and chrF with their signatures, and ROUGE-1/2/L "
                     "(F, P, R) where the problem's metrics include ROUGE (summarize_*); "

@@ -208,6 +208,7 @@ def main(argv: list[str]) -> None:
     from t2t.problems.generator_utils import MixedShardsError
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
+    from t2t.trainer.checkpointing import CheckpointWriteError
     from t2t.trainer.loop import ClusterError, NonFiniteLossError
     from t2t.trainer.runtime import DeviceSettingsError
     from t2t.utils.lazy_import import lazy_module
@@ -219,7 +220,7 @@ def main(argv: list[str]) -> None:
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
             ClusterError, DownloadError, MixedShardsError, FileNotFoundError,
-            DeviceSettingsError) as e:
+            DeviceSettingsError, CheckpointWriteError) as e:
         common_flags.fail(str(e))
     except tf.errors.DataLossError as e:  # a damaged shard: say which, and how to rewrite it
         problem = registry.problem(task.problem)

@@ -24,6 +24,8 @@ than `max_input_length` tokens keeps its last ones (with a warning). With
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -45,6 +47,10 @@ from t2t.problems import text_encoder
 
 # Lines read (and sorted by length) at a time by decode_file: bounds the memory.
 FILE_CHUNK_LINES = 10_000
+# Lines decode_file decodes (sorted by length) and records before the next: a killed
+# decode resumes after the last recorded chunk.
+RESUME_CHUNK_LINES = 1_000
+PARTIAL_SUFFIX, RECORD_SUFFIX = ".partial", ".partial.json"
 
 
 class DecodeError(ValueError):
@@ -182,6 +188,62 @@ def write_lines(path: str, lines: Iterable[str]) -> None:
         if os.path.exists(tmp):
             os.remove(tmp)
         raise
+
+
+def _remove_if_exists(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_record(path: str, record: dict[str, Any]) -> None:
+    """Replaces the progress record atomically (a kill leaves the old or the new one)."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(record, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def _resume_point(partial: str, record_path: str, record: dict[str, Any]) -> int:
+    """Lines already decoded by an interrupted run of the same decode (0: none), with
+    `record`'s "lines" and "bytes" set to them; a stale partial is discarded with a
+    warning saying why."""
+    if not os.path.exists(partial) and not os.path.exists(record_path):
+        return 0
+    why = ""
+    try:
+        with open(record_path, encoding="utf-8") as f:
+            old = json.load(f)
+        lines, size = int(old["lines"]), int(old["bytes"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        why = f"its progress record {record_path} is missing or unreadable ({e})"
+    else:
+        if old.get("input_sha256") != record["input_sha256"]:
+            why = "the input file changed since"
+        elif old.get("settings") != record["settings"]:
+            why = (f"the decode settings changed since (were: {old.get('settings')}; now: "
+                   f"{record['settings']})")
+        elif not os.path.exists(partial) or os.path.getsize(partial) < size:
+            why = f"{partial} is missing or shorter than its record says"
+    if why:
+        logging.warning("Not resuming the earlier, unfinished decode in %s: %s. Decoding "
+                        "from the first line.", partial, why)
+        _remove_if_exists(partial)
+        _remove_if_exists(record_path)
+        return 0
+    logging.warning("Resuming the unfinished decode in %s after line %d.", partial, lines)
+    record.update(lines=lines, bytes=size)
+    return lines
 
 
 # ------------------------------------------------------------------ decoding
@@ -331,28 +393,69 @@ class Decoder:
         return self.decode_features(encoded)
 
     def decode_file(self, input_path: str, output_path: str) -> int:
-        """Decodes each line of `input_path` into one line of `output_path` (written
-        atomically); returns the number of lines. See `format_result` for the format."""
-        start, count = time.monotonic(), 0
-        f, tmp = _atomic_writer(output_path)
+        """Decodes each line of `input_path` into one line of `output_path`; returns the
+        number of lines. See `format_result` for the format.
+
+        Resumable: every RESUME_CHUNK_LINES lines are appended to OUTPUT.partial and
+        recorded in OUTPUT.partial.json (lines and bytes done, the input's sha256, the
+        decode settings). A re-run after a kill continues after the last recorded chunk
+        (same chunks, so the output equals an uninterrupted run's); a changed input or
+        changed settings start over, with a warning. OUTPUT appears only when complete.
+        """
+        start = time.monotonic()
+        partial, record_path = output_path + PARTIAL_SUFFIX, output_path + RECORD_SUFFIX
+        os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
+        record = {"input_sha256": _file_sha256(input_path), "settings": self._settings_key(),
+                  "lines": 0, "bytes": 0}
+        resumed = _resume_point(partial, record_path, record)
+        count = record["lines"]
         try:
-            with f:
-                for chunk in iter_line_chunks(input_path):
+            with open(partial, "r+b" if resumed else "wb") as f:
+                f.truncate(record["bytes"])  # a chunk cut by a kill is decoded again
+                f.seek(record["bytes"])
+                skip = resumed  # lines of the chunks decoded before
+                for chunk in iter_line_chunks(input_path, RESUME_CHUNK_LINES):
+                    if 0 < skip < len(chunk):
+                        raise DecodeError(f"{record_path} does not end on a chunk: delete "
+                                          f"it and {partial}, and decode again.")
+                    if skip:
+                        skip -= len(chunk)
+                        continue
                     count += self._decode_chunk(chunk, count + 1, f)
-            os.replace(tmp, output_path)
+                    f.flush()
+                    os.fsync(f.fileno())  # the record never counts bytes not on disk
+                    _write_record(record_path, {**record, "lines": count, "bytes": f.tell()})
+            os.replace(partial, output_path)
+            _remove_if_exists(record_path)
         except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            if count == 0:  # nothing decoded: nothing to resume
+                _remove_if_exists(partial)
+                _remove_if_exists(record_path)
+            else:
+                logging.warning("Decoding stopped after %d lines of %s: run the same command "
+                                "again to continue (progress in %s).", count, input_path,
+                                record_path)
             raise
         elapsed = time.monotonic() - start
         logging.info("Decoded %d lines of %s into %s in %.1f s.", count, input_path,
                      output_path, elapsed)
         return count
 
-    def _decode_chunk(self, lines: list[str], first_line_number: int, f: IO[str]) -> int:
-        for result in self.decode_texts(lines, first_line_number):
-            f.write(format_result(result, self.decode_hparams) + "\n")
-        if first_line_number > 1 or len(lines) == FILE_CHUNK_LINES:
+    def _settings_key(self) -> str:
+        """What the decodes depend on besides the input: a resumed decode must match."""
+        checkpoint = getattr(self.model, "checkpoint_path", None)
+        index = f"{checkpoint}.index" if checkpoint else ""
+        stamp = os.stat(index).st_mtime_ns if index and os.path.exists(index) else None
+        return (f"problem={self.problem.name} model={type(self.model).__name__} "
+                f"checkpoint={checkpoint} (index mtime {stamp}) "
+                f"decode_hparams={self.decode_hparams.to_string()} "
+                f"chunk_lines={RESUME_CHUNK_LINES}")
+
+    def _decode_chunk(self, lines: list[str], first_line_number: int, f: IO[bytes]) -> int:
+        text = "".join(format_result(result, self.decode_hparams) + "\n"
+                       for result in self.decode_texts(lines, first_line_number))
+        f.write(text.encode("utf-8"))
+        if first_line_number > 1 or len(lines) == RESUME_CHUNK_LINES:
             logging.info("Decoded %d lines.", first_line_number + len(lines) - 1)
         return len(lines)
 

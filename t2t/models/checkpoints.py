@@ -111,6 +111,60 @@ def damaged_checkpoint_message(path: str) -> str | None:
             f"interrupted copy or a full disk?). Nothing was changed; {fix}.")
 
 
+def checkpoint_damage(path: str) -> str | None:
+    """What is wrong with checkpoint prefix `path`, or None when every file is there and
+    every tensor reads back: TensorFlow checks each tensor against the crc32c its index
+    records, so a bit flip in a data shard fails, and a truncated shard reads short."""
+    missing = missing_checkpoint_files(path)
+    if missing:
+        return f"{', '.join(missing)} is missing"
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (tf.errors.OpError, ValueError) as e:
+        return (f"{path}.index cannot be read ({type(e).__name__}: "
+                f"{' '.join(str(e).split())[:200]})")
+    try:
+        for name, dtype in sorted(reader.get_variable_to_dtype_map().items()):
+            if dtype != tf.variant:  # the input position: no numpy value to read back
+                reader.get_tensor(name)
+    except (tf.errors.OpError, IndexError, ValueError) as e:
+        text = " ".join(str(e).split())
+        shards = sorted(glob.glob(glob.escape(path) + ".data-*-of-*"))
+        shard = re.search(r"shard (\d+)", text)
+        where = (shards[int(shard[1])] if shard and int(shard[1]) < len(shards) else
+                 shards[0] if len(shards) == 1 else f"{path}.index or {path}.data-*")
+        if "less bytes than requested" in text or "truncated" in text.lower():
+            return f"{where} is truncated (shorter than {path}.index says)"
+        if "checksum" in text.lower():
+            return (f"{where} fails its checksum (flipped or overwritten bytes): "
+                    f"{text[text.lower().find('checksum'):][:120]}")
+        return f"{where} cannot be read ({type(e).__name__}: {text[:200]})"
+    return None
+
+
+
+def _readable_earlier_checkpoint(path: str) -> str | None:
+    """The newest checkpoint listed before `path` in its directory that reads back."""
+    for candidate in reversed(_complete_earlier_checkpoints(path)):
+        if checkpoint_damage(candidate) is None:
+            return candidate
+    return None
+
+
+def _unreadable(path: str, error: Exception) -> DamagedCheckpointError:
+    """The error for checkpoint `path` whose files fail to read (a truncated shard, a bit
+    flip): names the file and an earlier checkpoint that reads back."""
+    damage = checkpoint_damage(path) or (
+        f"it cannot be read ({type(error).__name__}: "
+        f"{' '.join(str(error).split())[:200]})")
+    earlier = _readable_earlier_checkpoint(path)
+    fix = (f"an earlier checkpoint that reads back is {earlier} "
+           f"(--checkpoint_path={earlier})" if earlier else
+           "no earlier checkpoint of the run reads back: restore the files from a copy")
+    return DamagedCheckpointError(
+        f"The checkpoint {path} is damaged: {damage}. Nothing was changed; {fix}.")
+
+
 # ------------------------------------------------------------ the model part
 def model_trackable(model: Any, names: dict[str, Any] | None = None) -> Any:
     """The model's part of a checkpoint (a tf.train.Checkpoint used as a container): its
@@ -167,11 +221,8 @@ def restore(path: str, model: Any, **others: Any) -> Any:
         raise DamagedCheckpointError(damaged)
     try:
         names = names_in_checkpoint(model, path)
-    except tf.errors.OpError as e:
-        raise DamagedCheckpointError(
-            f"The checkpoint {path} cannot be read ({type(e).__name__}: "
-            f"{str(e).strip().splitlines()[0][:200]}): a truncated or overwritten file? "
-            f"Nothing was changed; use an earlier checkpoint of the run.") from e
+    except (tf.errors.OpError, IndexError) as e:  # IndexError: a shard that reads short
+        raise _unreadable(path, e) from e
     root = tf.train.Checkpoint(model=model_trackable(model, names), **others)
     try:
         status = root.read(path)
@@ -180,5 +231,7 @@ def restore(path: str, model: Any, **others: Any) -> Any:
         # save counter) is left out on purpose, so TensorFlow's warnings about it are not.
         status.assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.OpError) as e:
+        if isinstance(e, tf.errors.OpError) and checkpoint_damage(path):
+            raise _unreadable(path, e) from e  # a checksum that fails, a short shard
         raise CheckpointError(f"The checkpoint {path} does not match ({str(e)[:300]})") from e
     return status.expect_partial()

@@ -260,22 +260,31 @@ def _http_once(url: str, partial: str, name: str, opts: _Options) -> None:
         try:
             with open(partial, mode) as out:
                 while True:
-                    chunk = response.read(opts.chunk_size)
+                    try:
+                        chunk = response.read(opts.chunk_size)
+                    except (OSError, http.client.HTTPException) as e:
+                        raise _TransientError(f"connection lost after {done} bytes: {e}") from e
                     if not chunk:
                         break
                     out.write(chunk)
                     done += len(chunk)
                     bar.update(done)
-        except (OSError, http.client.HTTPException) as e:
+        except _TransientError:
             bar.abort()
-            raise _TransientError(f"connection lost after {done} bytes: {e}") from e
+            raise
+        except OSError as e:  # writing failed (disk full...): a retry would fail the same
+            bar.abort()
+            raise DownloadError(
+                f"could not write {partial} ({e.strerror or e}); free space in "
+                f"{os.path.dirname(os.path.abspath(partial))} and run again") from e
         if total is not None and done < total:
             bar.abort()
             raise _TransientError(f"connection closed after {done} of {total} bytes")
         bar.update(done, final=True)
 
 
-def _http_download(url: str, partial: str, name: str, opts: _Options) -> None:
+def _http_download(url: str, partial: str, name: str, opts: _Options,
+                   resource: Resource | None = None) -> None:
     """Completes `partial` from `url`, retrying transient failures with backoff."""
     attempt = 0
     while True:
@@ -284,6 +293,11 @@ def _http_download(url: str, partial: str, name: str, opts: _Options) -> None:
             _http_once(url, partial, name, opts)
             return
         except _TransientError as e:
+            if resource is not None and _matches_pins(partial, resource):
+                # A wrong Content-Length: the bytes received are the pinned file.
+                logging.warning("%s: %s, but the bytes received match the pinned sha256: "
+                                "the server's Content-Length is wrong; accepted.", url, e)
+                return
             if attempt > opts.retries:
                 raise DownloadError(f"{e} (gave up after {attempt} attempts)") from e
             delay = BACKOFF_BASE * 2 ** (attempt - 1)
@@ -296,6 +310,15 @@ def _http_download(url: str, partial: str, name: str, opts: _Options) -> None:
                 delay,
             )
             time.sleep(delay)
+
+
+def _matches_pins(path: str, resource: Resource) -> bool:
+    """Whether `path` has the pinned sha256 (and size, if pinned)."""
+    if resource.sha256 is None or not os.path.exists(path):
+        return False
+    if resource.size is not None and os.path.getsize(path) != resource.size:
+        return False
+    return sha256_of(path) == resource.sha256.lower()
 
 
 def _local_mirror_dir(mirror: str) -> str | None:
@@ -439,7 +462,7 @@ def _fetch_from_source(
             if is_local:
                 _copy_local(location, partial, opts.chunk_size)
             else:
-                _http_download(location, partial, name, opts)
+                _http_download(location, partial, name, opts, resource)
             _verify(partial, resource, description)
         except ChecksumError as e:
             _remove(partial)
@@ -465,8 +488,12 @@ def _all_sources_failed(name: str, final: str, failures: list[_SourceFailure]) -
     # partial from a rejected source was already removed.
     error = ChecksumError if any(f.checksum for f in failures) else DownloadError
     lines = "\n".join(f"  - {f.message}" for f in failures)
+    partial = final + ".partial"
+    kept = (f"The {os.path.getsize(partial)} bytes received are kept in {partial}: running "
+            f"again resumes from there (delete it to start over).\n"
+            if os.path.exists(partial) else "")
     return error(
-        f"Could not fetch {name}. Sources tried:\n{lines}\n"
+        f"Could not fetch {name}. Sources tried:\n{lines}\n{kept}"
         f"To fix: download the file yourself and place it at {final}, or set "
         f"--data_mirror (or the {MIRROR_ENV_VAR} environment variable) to a URL prefix "
         f"or folder that holds {name}."

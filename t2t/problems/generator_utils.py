@@ -8,6 +8,7 @@ only the shards that are still missing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -28,6 +29,10 @@ INCOMPLETE_SUFFIX = ".incomplete"
 
 class MixedShardsError(ValueError):
     """Shards of one split written with different shard counts sit side by side."""
+
+
+class ShardWriteError(OSError):
+    """A shard could not be written (disk full, file too large, I/O error)."""
 
 
 def shard_paths(data_dir: str, base: str, split: str, num_shards: int) -> list[str]:
@@ -152,19 +157,33 @@ class _ShardSet:
             if os.path.exists(incomplete_path(path)):
                 os.remove(incomplete_path(path))
 
+    def _open(self, shard: int) -> None:
+        try:
+            self.writers[shard] = tf.io.TFRecordWriter(incomplete_path(self.paths[shard]))
+        except (OSError, tf.errors.OpError) as e:
+            raise self._failed(shard, e) from e
+
     def write(self, shard: int, example: dict[str, Any]) -> bool:
         """Writes `example` to `shard` unless that shard was complete before; True if written."""
         if self.done[shard]:
             return False
+        record = to_example(example).SerializeToString()
         if shard not in self.writers:
-            self.writers[shard] = tf.io.TFRecordWriter(incomplete_path(self.paths[shard]))
-        self.writers[shard].write(to_example(example).SerializeToString())
+            self._open(shard)
+        try:
+            self.writers[shard].write(record)
+        except (OSError, tf.errors.OpError) as e:  # e.g. the disk is full
+            raise self._failed(shard, e) from e
         self.examples[shard] += 1
         return True
 
     def finish(self, shard: int) -> None:
-        self.writers.pop(shard).close()
-        os.replace(incomplete_path(self.paths[shard]), self.paths[shard])
+        try:
+            self.writers[shard].close()  # flushes: a full disk shows here
+            del self.writers[shard]
+            os.replace(incomplete_path(self.paths[shard]), self.paths[shard])
+        except (OSError, tf.errors.OpError) as e:
+            raise self._failed(shard, e) from e
         self.done[shard] = True
         self.bytes[shard] = os.path.getsize(self.paths[shard])
 
@@ -173,17 +192,35 @@ class _ShardSet:
         the split is complete."""
         for shard in range(len(self.paths)):
             if not self.done[shard] and shard not in self.writers:
-                self.writers[shard] = tf.io.TFRecordWriter(incomplete_path(self.paths[shard]))
+                self._open(shard)
         for shard in sorted(self.writers):
             self.finish(shard)
 
     def abort(self) -> None:
         """Closes open writers and deletes their partial files (on error)."""
         for shard, writer in self.writers.items():
-            writer.close()
+            with contextlib.suppress(Exception):  # the error being raised says why
+                writer.close()
             if os.path.exists(incomplete_path(self.paths[shard])):
                 os.remove(incomplete_path(self.paths[shard]))
         self.writers.clear()
+
+    def _failed(self, shard: int, error: Exception) -> ShardWriteError:
+        """The error for a failed write of `shard`, after deleting its partial file (which
+        would hold the space that a full disk lacks)."""
+        writer = self.writers.pop(shard, None)
+        with contextlib.suppress(Exception):
+            if writer is not None:
+                writer.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(incomplete_path(self.paths[shard]))
+        reason = getattr(error, "message", None) or str(error)
+        folder = os.path.dirname(os.path.abspath(self.paths[shard]))
+        return ShardWriteError(
+            f"Could not write the shard {self.paths[shard]} ({reason}); its partial file was "
+            f"deleted and the {sum(self.done)} complete shard(s) of this set are kept. Free "
+            f"space in {folder} (or choose another --data_dir) and run t2t-datagen again: it "
+            f"writes only the missing shards.")
 
     def summary(self, shards: Iterable[int], seconds: float) -> SplitSummary:
         shards = list(shards)

@@ -65,8 +65,10 @@ from t2t.serving.serving_module import (
     ExportError,
     build_serving_module,
 )
+from t2t.utils import write_errors
 
-__all__ = ["EXAMPLES_SIGNATURE", "EXPORT_INFO_FILE", "ExportError", "HPARAMS_FILE",
+__all__ = ["EXAMPLES_SIGNATURE", "EXPORT_INFO_FILE", "ExportError", "ExportWriteError",
+           "HPARAMS_FILE",
            "IDS_ONLY_SUFFIX", "ParityError", "TEXT_SIGNATURE", "build_serving_module",
            "check_parity", "export", "ids_only_export_dir"]
 
@@ -240,10 +242,28 @@ def _stage(source: _Source, target: _Target, version: str, links: dict[str, str]
     _write_json(os.path.join(extra, HPARAMS_FILE), source.model.hparams.values())
 
 
+class ExportWriteError(ExportError):
+    """An export could not be written (a full disk, a file-size limit); nothing of it is
+    left and the exports already there are untouched."""
+
+
+def _write_error(target: _Target, error: BaseException) -> ExportWriteError:
+    why, fix, text = write_errors.describe(error)
+    folder = os.path.dirname(target.version_dir)
+    versions = sorted(v for v in os.listdir(folder) if v.isdigit()) if os.path.isdir(folder) else []
+    kept = (f"the exports already there ({', '.join(versions)}) are kept as they were"
+            if versions else "no earlier export is there")
+    return ExportWriteError(
+        f"Could not write the export {target.version_dir}: {why} ({text[:240]}). Its staging "
+        f"folder was deleted and {kept}. {fix}, then run the same command again.")
+
+
 def _write_all(source: _Source, targets: list[_Target], version: str, parity_check: bool,
                parity_examples: int) -> None:
     """Stages every target, runs the parity gate on each, then moves them all in; on any
     failure none is left (staging deleted, versions moved in taken out again)."""
+    import tensorflow as tf
+
     links = {}
     if len(targets) > 1:
         links = {"text_export": targets[0].version_dir, "ids_only_export": targets[1].version_dir}
@@ -261,9 +281,11 @@ def _write_all(source: _Source, targets: list[_Target], version: str, parity_che
         for target in targets:
             os.replace(target.staging, target.version_dir)
             moved.append(target.version_dir)
-    except BaseException:
+    except BaseException as e:
         for path in [*moved, *(t.staging for t in targets)]:
             shutil.rmtree(path, ignore_errors=True)
+        if isinstance(e, (OSError, tf.errors.OpError)) and write_errors.is_out_of_space(e):
+            raise _write_error(targets[0], e) from e
         raise
 
 

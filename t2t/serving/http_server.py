@@ -9,7 +9,8 @@
     GET  /                                      the try-it page (t2t/serving/web/index.html)
 
 Every error is a JSON body {"error": message} with a 4xx/5xx status, as TF Serving sends;
-the message names the bad value and the fix. `run()` serves until its stop event is set
+the message names the bad value and the fix, never a server path or a stack trace (those
+go to the log). `run()` serves until its stop event is set
 (t2t-serve sets it on SIGTERM/SIGINT), then stops listening, lets the requests in flight
 finish (up to `shutdown_timeout_s`), drains the batch queues and unloads the models.
 """
@@ -28,7 +29,7 @@ from absl import logging
 from aiohttp import web
 
 from t2t.serving import rest_api
-from t2t.serving.model_store import ModelStore
+from t2t.serving.model_store import ModelStore, redact_paths
 from t2t.serving.rest_api import RequestError
 
 STORE_KEY = web.AppKey("store", ModelStore)
@@ -73,8 +74,11 @@ async def _errors(request: web.Request, handler: Callable) -> web.StreamResponse
             e.status, e.text or e.reason)
         return _json({"error": message}, e.status)
     except Exception as e:  # noqa: BLE001 - one bad request must not stop the server
+        # The log has the stack trace; the client gets one line without paths.
         logging.exception("t2t-serve: internal error on %s %s", request.method, request.path)
-        return _json({"error": f"internal error: {type(e).__name__}: {e}"}, 500)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return _json({"error": f"internal error: {type(e).__name__}: {redact_paths(first)} "
+                      "(the server's log has the details)"}, 500)
 
 
 def _parse_model_path(tail: str) -> tuple[str, int | None, str]:
@@ -105,7 +109,7 @@ async def _model_get(request: web.Request) -> web.Response:
         return _json({"model_spec": {"name": model.name, "signature_name": "",
                                      "version": str(servable.version)},
                       "metadata": {"signature_def": {"signature_def": signatures}},
-                      "t2t_export": servable.info})
+                      "t2t_export": _public(servable.info)})
     body: dict[str, Any] = {"model_version_status": model.status(version)}
     if "stats" in request.query:
         body["batching"] = {str(v): s.stats() for v, s in sorted(model.versions.items())}
@@ -130,10 +134,22 @@ async def _model_post(request: web.Request) -> web.Response:
     return _json(rest_api.predict_response(outputs, parsed.row_format))
 
 
+def _public(value: Any) -> Any:
+    """t2t_export.json as clients see it: absolute paths (the checkpoint, the sibling
+    export) cut to their base names."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    if isinstance(value, str) and os.path.isabs(value):
+        return os.path.basename(value.rstrip("/"))
+    return value
+
+
 async def _models(request: web.Request) -> web.Response:
     store = request.app[STORE_KEY]
-    return _json({"models": [{"name": m.name, "base_path": m.base_path,
-                              "model_version_status": m.status()}
+    # No base_path (TF Serving's config has one): clients never see the server's folders.
+    return _json({"models": [{"name": m.name, "model_version_status": m.status()}
                              for m in store.models.values()],
                   "version_policy": str(store.policy)})
 

@@ -14,7 +14,10 @@ version the policy selects is loaded (in a thread; the others keep serving) and 
 the default as soon as it is ready; a version the policy drops, or whose folder is
 deleted, stops taking new requests, finishes those it has (drained), then is unloaded.
 A version that fails to load is reported in the model's status (state END with the
-error) and is tried again only when its folder changes; the older versions keep serving.
+error) and is tried again only when its files change; the older versions keep serving.
+A staging folder (temp-VERSION-PID, an export being written) is never loaded; one whose
+exporter is no longer running is logged once. What clients see (errors, the status of a
+failed version) names no server path: redact_paths.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import dataclasses
 import difflib
 import json
 import os
+import re
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
@@ -95,8 +99,33 @@ def resolve_base_path(path: str) -> str:
     return path
 
 
+# t2t-exporter's staging folder (temp-VERSION-PID): renamed to VERSION once complete.
+_STAGING = re.compile(r"temp-\d+(-\d+)?")
+# An absolute path in an error message (not a URL: no ':' or '/' just before it).
+_ABS_PATH = re.compile(r"(?<![\w:/.~-])/(?:[^\s'\"/:;,()\[\]{}<>]+/)+([^\s'\"/:;,()\[\]{}<>]*)")
+
+
+def redact_paths(text: str, folder: str | None = None) -> str:
+    """`text` without the server's filesystem paths, for a client: paths inside
+    `folder` become relative to it, any other absolute path becomes .../its base name."""
+    if folder:
+        folder = folder.rstrip(os.sep)
+        text = text.replace(folder + os.sep, "").replace(folder, ".")
+    return _ABS_PATH.sub(lambda m: ".../" + m[1], text)
+
+
+def staging_folders(base_path: str) -> list[str]:
+    """Names of the export staging folders (temp-VERSION-PID) under `base_path`: exports
+    being written, or left by an exporter that was killed. Never loaded."""
+    try:
+        return sorted(n for n in os.listdir(base_path) if _STAGING.fullmatch(n))
+    except OSError:
+        return []
+
+
 def version_folders(base_path: str) -> dict[int, str]:
-    """{version: folder} of the integer-named folders holding a saved_model.pb."""
+    """{version: folder} of the integer-named folders holding a saved_model.pb (a staging
+    folder, temp-VERSION-PID, is not a version: t2t-exporter renames it when complete)."""
     found = {}
     try:
         names = os.listdir(base_path)
@@ -109,11 +138,19 @@ def version_folders(base_path: str) -> dict[int, str]:
     return found
 
 
-def _folder_stamp(folder: str) -> float:
-    try:
-        return os.stat(os.path.join(folder, "saved_model.pb")).st_mtime
-    except OSError:
-        return 0.0
+def _folder_stamp(folder: str) -> tuple[tuple[str, float, int], ...]:
+    """(name, mtime, size) of saved_model.pb and the variables files: a version that
+    failed to load is tried again when any of them changes (e.g. a copy that finished)."""
+    names = ["saved_model.pb"]
+    with contextlib.suppress(OSError):
+        names += [os.path.join("variables", n)
+                  for n in sorted(os.listdir(os.path.join(folder, "variables")))]
+    stamp = []
+    for name in names:
+        with contextlib.suppress(OSError):
+            stat = os.stat(os.path.join(folder, name))
+            stamp.append((name, stat.st_mtime, stat.st_size))
+    return tuple(stamp)
 
 
 class ServableVersion:
@@ -153,9 +190,16 @@ class ServableVersion:
         fn = self.functions[signature]
         try:
             outputs = fn(**{name: tf.constant(value) for name, value in inputs.items()})
-        except tf.errors.InvalidArgumentError as e:
-            raise RequestError(f"the model rejected the input: {op_error_message(e.message)}") \
-                from None
+        except tf.errors.OpError as e:
+            # The client gets the op's one-line reason: no node names, stack, or paths.
+            if isinstance(e, _input_errors()):
+                raise RequestError("the model rejected the input: "
+                                   f"{op_error_message(e.message)}") from None
+            logging.warning("t2t-serve: model %r version %d, signature %r failed: %s: %s",
+                            self.model_name, self.version, signature, type(e).__name__,
+                            e.message)
+            raise RequestError(f"the model failed ({type(e).__name__}): "
+                               f"{op_error_message(e.message)}", 500) from None
         return {name: value.numpy() for name, value in outputs.items()}
 
     def batcher(self, signature: str) -> Batcher:
@@ -190,13 +234,27 @@ class ServableVersion:
         self.state = "END"
 
 
+def _input_errors() -> tuple[type, ...]:
+    """TensorFlow's op errors that a bad input causes: 400, and batch mates run alone."""
+    import tensorflow as tf
+
+    e = tf.errors
+    return (e.InvalidArgumentError, e.OutOfRangeError, e.NotFoundError, e.UnimplementedError,
+            e.FailedPreconditionError)
+
+
 def op_error_message(message: str) -> str:
-    """The line of a TensorFlow op error that says what went wrong (without the graph
-    execution preamble, stack-trace notes and node names)."""
-    skip = ("Graph execution error", "Detected at node", "<stack traces", "[[")
+    """The line of a TensorFlow op error that says what went wrong, fit for a client:
+    without the graph execution preamble, the stack trace (File "..." lines), node names
+    and filesystem paths."""
+    skip = ("Graph execution error", "Detected at node", "<stack traces", "[[", "File \"",
+            "(most recent call last)")
     lines = [line.strip() for line in (message or "").splitlines()]
-    useful = [line for line in lines if line and not line.startswith(skip)]
-    return useful[-1] if useful else (message or "").strip()
+    useful = [line for line in lines if line and not line.startswith(skip)
+              and not line.endswith("(most recent call last):")]
+    text = useful[-1] if useful else ""
+    text = re.sub(r"\s*\[\[.*?\]\]|\s*\[Op:[^\]]*\]|\{\{[^}]*\}\}", "", text).strip()
+    return redact_paths(text) or "no reason given"
 
 
 def _read_json(path: str) -> dict[str, Any]:
@@ -216,14 +274,17 @@ class ServedModel:
     versions: dict[int, ServableVersion] = dataclasses.field(default_factory=dict)
     loading: set[int] = dataclasses.field(default_factory=set)
     unloading: dict[int, ServableVersion] = dataclasses.field(default_factory=dict)
-    failed: dict[int, tuple[float, str]] = dataclasses.field(default_factory=dict)
+    # version -> (its folder's stamp when it failed, the reason, fit for a client)
+    failed: dict[int, tuple[Any, str]] = dataclasses.field(default_factory=dict)
+    staging_seen: set[str] = dataclasses.field(default_factory=set)  # warned about once
 
     def resolve(self, version: int | None) -> ServableVersion:
         """The version asked for, or the newest available one."""
         if version is None:
             if not self.versions:
-                raise RequestError(f"model {self.name!r} has no version loaded yet (base path "
-                                   f"{self.base_path})", 503)
+                # No base path: a client never sees the server's folders.
+                raise RequestError(f"model {self.name!r} has no version loaded yet; GET "
+                                   f"/v1/models/{self.name} shows why", 503)
             return self.versions[max(self.versions)]
         if version in self.versions:
             return self.versions[version]
@@ -300,6 +361,7 @@ class ModelStore:
         failed to load does not count: the policy picks among the loadable ones, so the
         version it would have replaced keeps serving."""
         for model in self.models.values():
+            _note_staging(model)
             on_disk = version_folders(model.base_path)
             for version in [v for v in model.failed if v not in on_disk]:
                 del model.failed[version]
@@ -312,7 +374,7 @@ class ModelStore:
                 for version in [v for v in model.versions if v not in wanted]:
                     self._unload(model, version)
 
-    async def _load(self, model: ServedModel, version: int, path: str, stamp: float) -> None:
+    async def _load(self, model: ServedModel, version: int, path: str, stamp: Any) -> None:
         model.loading.add(version)
         try:
             loaded = await asyncio.get_running_loop().run_in_executor(
@@ -320,10 +382,13 @@ class ModelStore:
             servable = ServableVersion(model.name, version, path, loaded, self.options,
                                        self.executor)
         except Exception as e:  # noqa: BLE001 - reported in the status, others keep serving
-            message = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e) else ''}"
-            model.failed[version] = (stamp, message)
-            logging.error("t2t-serve: model %r version %d failed to load: %s", model.name,
-                          version, message)
+            first = str(e).strip().splitlines()[0] if str(e).strip() else "no reason given"
+            # The status (sent to clients) names files inside the version folder only;
+            # logged once: the version is tried again only when its files change.
+            model.failed[version] = (stamp, f"{type(e).__name__}: {redact_paths(first, path)}")
+            logging.error("t2t-serve: model %r version %d (%s) failed to load, the other "
+                          "versions keep serving; it is tried again when its files change: "
+                          "%s: %s", model.name, version, path, type(e).__name__, first)
             return
         finally:
             model.loading.discard(version)
@@ -366,9 +431,41 @@ class ModelStore:
         self._loader.shutdown(wait=True)
 
 
-def _loadable(model: ServedModel, stamps: dict[int, float]) -> list[int]:
-    """The versions on disk (`stamps`: version -> saved_model.pb's mtime) that did not
-    fail to load as they are now."""
+def _note_staging(model: ServedModel) -> None:
+    """Warns once per stale staging folder (temp-VERSION-PID whose exporter process is
+    not running on this host): never loaded, it only takes disk space."""
+    stale = [n for n in staging_folders(model.base_path) if not _pid_running(n)]
+    for name in stale:
+        if name not in model.staging_seen:
+            logging.warning(
+                "t2t-serve: model %r: ignoring %s, left by an exporter that was killed (its "
+                "process %s is not running; t2t-exporter renames a finished export to its "
+                "version number); delete it to free the space.", model.name,
+                os.path.join(model.base_path, name), name.rsplit("-", 1)[-1])
+    if len(stale) > 1 and not set(stale) <= model.staging_seen:
+        logging.warning("t2t-serve: model %r: %d unfinished exports (temp-*) in %s; delete "
+                        "them.", model.name, len(stale), model.base_path)
+    model.staging_seen = set(stale)
+
+
+def _pid_running(staging_name: str) -> bool:
+    """Whether the exporter of temp-VERSION-PID still runs (on this host); True when the
+    name has no PID (it cannot be told)."""
+    parts = staging_name.split("-")
+    if len(parts) < 3:
+        return True
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True
+    return True
+
+
+def _loadable(model: ServedModel, stamps: dict[int, Any]) -> list[int]:
+    """The versions on disk (`stamps`: version -> _folder_stamp) that did not fail to
+    load as they are now."""
     return [v for v, stamp in stamps.items()
             if v not in model.failed or model.failed[v][0] != stamp]
 

@@ -25,6 +25,7 @@ from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
 from t2t.trainer import debugging, layer_stats, profiling, run_dir, summaries
 from t2t.trainer import metrics as metrics_lib
+from t2t.trainer import strategy as strategy_lib
 from t2t.trainer import task as task_lib
 from t2t.trainer.checkpointing import RunCheckpoints
 from t2t.trainer.hooks import StrategyHooks
@@ -61,7 +62,9 @@ class TrainingLoop:
         self.input_config, self.batching = input_config, batching
         self.is_chief = hooks.runtime.is_chief
         self.in_cluster = hooks.runtime.task[0] is not None
-        self.stop_requested = False
+        self.stop_requested = False  # asked here (SIGTERM) or, once agreed, anywhere
+        self.stop_agreed = False  # all processes of the run agreed to stop after this step
+        self._known_step = 0  # the last step read (the step variable may live on a lost ps)
         self.loss_history: list[tuple[int, float]] = []  # (step, training loss) here
         variables = model.trainable_variables
         self.groups = (layer_stats.variable_groups(model, variables)
@@ -80,6 +83,35 @@ class TrainingLoop:
                 os.path.join(output_dir, run_dir.eval_name(task.eval_split)))
         else:
             self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
+
+    def _stopping(self) -> bool:
+        """Whether to stop before the next step. The workers of a synchronous cluster stop
+        only on the agreed stop (the step's all-reduce of every process's request): a
+        process stopping on its own request would leave the others waiting in the next
+        step's collective, to fail there instead of saving the same step."""
+        if self.in_cluster and not self.hooks.parameter_server:
+            return self.stop_agreed
+        return self.stop_requested
+
+    def _raise_cluster_error(self, error: Exception) -> None:
+        """A ClusterError naming the lost peer and the kept checkpoint, raised from
+        `error` (a PEER_ERRORS one) in a cluster; nothing for a process alone."""
+        if not (self.in_cluster or self.hooks.parameter_server):
+            return
+        raise ClusterError(
+            # The last step known, not self.step: with parameter servers that reads the
+            # lost ps.
+            f"Training stopped at step {self._known_step}: another process of the "
+            f"cluster failed or stopped answering "
+            f"({strategy_lib.peer_error_summary(error, self._cluster())}). "
+            f"The last checkpoint ({self.checkpoints.latest or 'none yet'}) "
+            f"is kept: re-run the same launch command to resume from it."
+        ) from error
+
+    def _cluster(self) -> dict[str, Any] | None:
+        """The run's TF_CONFIG (cluster and this task), to name a lost peer; None alone."""
+        runtime = getattr(self.hooks, "runtime", None)
+        return strategy_lib.cluster_config(runtime.config) if runtime is not None else None
 
     @property
     def step(self) -> int:
@@ -108,7 +140,7 @@ class TrainingLoop:
         config = self.config
         every = (config.log_every_steps, config.save_checkpoints_steps,
                  config.local_eval_frequency)
-        step = self.step
+        step = self._known_step = self.step
         self.profiler.before(step, self.hooks.last_step(step, target, every))
         try:
             with self.profiler.step_context(step + 1):
@@ -120,16 +152,11 @@ class TrainingLoop:
             raise NumericsError(debugging.numerics_message(
                 e, step, self.checkpoints.manager.latest_checkpoint)) from None
         except PEER_ERRORS as e:
-            if not (self.in_cluster or self.hooks.parameter_server):
-                raise
-            raise ClusterError(
-                f"Training stopped at step {self.step}: another process of the cluster "
-                f"failed or stopped answering ({type(e).__name__}: "
-                f"{(str(e).strip().splitlines() or [''])[0][:200]}). "
-                f"The last checkpoint ({self.checkpoints.latest or 'none yet'}) "
-                f"is kept: re-run the same launch command to resume from it."
-            ) from e
+            self._raise_cluster_error(e)
+            raise
         self.profiler.after(self.step)
+        self._known_step = self.step
+        self.stop_agreed = self.stop_agreed or stop
         self.stop_requested = self.stop_requested or stop
         self.checkpoints.examples_seen.assign_add(int(counts[task_lib.EXAMPLES]))
         return loss, grad_norm, counts
@@ -198,7 +225,7 @@ class TrainingLoop:
         progress = summaries.Progress(self.step, target, config.log_every_steps)
         last_metrics: dict[str, float] = {}
         try:
-            while self.step < target and not self.stop_requested:
+            while self.step < target and not self._stopping():
                 if (self.groups is not None and self.is_chief and not self.hooks.parameter_server
                         and self._log_due(self.step + 1, target)):
                     # The update of the coming (logged) step, measured against these values.
@@ -212,6 +239,9 @@ class TrainingLoop:
                     self.save()
                 if evaluate_every and step % config.local_eval_frequency == 0 and step < target:
                     last_metrics = self.evaluate()
+        except PEER_ERRORS as e:  # a ps lost while the chief logs or saves between steps
+            self._raise_cluster_error(e)
+            raise
         except KeyboardInterrupt:
             path = self.save()
             print(f"Interrupted at step {self.step}: saved {path}. Re-run the same command to resume.")
@@ -221,7 +251,8 @@ class TrainingLoop:
             self.profiler.stop()
         path = self.save()
         if self.stop_requested:
-            print(f"Stopped by a signal at step {self.step}: saved {path}.", flush=True)
+            saved = f"saved {path}" if path else "the chief saved the checkpoint"
+            print(f"Stopped by a signal at step {self.step}: {saved}.", flush=True)
         if self.config.overfit_batches and self.is_chief:
             _, verdict = debugging.overfit_report(self.loss_history, self.config.overfit_batches,
                                                   self.task.hparams)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import socket
 from typing import Any
 
@@ -32,8 +33,8 @@ from absl import logging
 from t2t.config import ALL_REDUCE_CHOICES, RuntimeConfig
 
 __all__ = ["ALL_REDUCE_CHOICES", "StrategyConfig", "StrategyError", "create_strategy",
-           "describe", "is_chief", "is_parameter_server", "is_tpu", "serve_if_cluster_member",
-           "split_cpu", "task_of"]
+           "describe", "is_chief", "is_parameter_server", "is_tpu", "peer_error_summary",
+           "serve_if_cluster_member", "split_cpu", "task_of"]
 
 # The strategy's settings are the RuntimeConfig's (t2t.config): one declaration.
 StrategyConfig = RuntimeConfig
@@ -315,6 +316,40 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     resolver = strategy.cluster_resolver
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and index == 0 and not has_chief
+
+
+# Lines of a TensorFlow error that say where, not what: the graph's traceback, op names,
+# gRPC plumbing and generic advice.
+_NOISE = re.compile(r"^(Graph execution error:|Detected at node|File \"|\[\[|Additional GRPC|"
+                    r":UNKNOWN:|The error could be from a previous|\[Op:)")
+
+
+def peer_error_summary(error: BaseException, tf_config: dict[str, Any] | None = None,
+                       limit: int = 300) -> str:
+    """What a cluster error (a collective or remote call failing because a peer is gone,
+    stalled or slow) says, in one line of at most `limit` characters: TensorFlow's
+    `Graph execution error:` header and the op's traceback are dropped, so the cause
+    (e.g. "The following tasks are unhealthy (stopped sending heartbeats):
+    /job:worker/replica:0/task:1") is what remains. With the run's `tf_config` (see
+    cluster_config), the other tasks that the error names come first ("ps:0 at
+    127.0.0.1:2224, UnavailableError: ..."): those it names by address (the unreachable
+    ones), else those it names by TensorFlow device (e.g. the stalled one above)."""
+    text = str(getattr(error, "message", None) or error)
+    kept = [line.strip() for line in text.splitlines()
+            if line.strip() and not _NOISE.match(line.strip())]
+    summary = f"{type(error).__name__}: {' '.join(kept) or text.strip()}"
+    if tf_config:
+        task = tf_config.get("task") or {}
+        own = (task.get("type"), int(task.get("index", 0)))
+        others = [(job, index, address)
+                  for job, addresses in sorted(tf_config["cluster"].items())
+                  for index, address in enumerate(addresses) if (job, index) != own]
+        named = ([f"{j}:{i} at {a}" for j, i, a in others
+                  if re.search(rf"{re.escape(a)}(?!\d)", text)]
+                 or [f"{j}:{i} at {a}" for j, i, a in others
+                     if re.search(rf"/job:{j}/(replica:\d+/)?task:{i}(?!\d)", text)])
+        summary = ", ".join(named + [summary])
+    return summary if len(summary) <= limit else summary[:limit - 3] + "..."
 
 
 def describe(strategy: tf.distribute.Strategy) -> str:

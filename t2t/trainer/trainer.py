@@ -126,12 +126,18 @@ class Trainer:
                               scratch_dir=scratch, keep=self.config.keep_checkpoint_max)
 
     def _restore(self) -> str | None:
-        """Restores the latest checkpoint, or warm-starts; returns the checkpoint read."""
-        latest = self.checkpoints.latest
+        """Restores the latest checkpoint (or --resume_from's), or warm-starts; returns
+        the checkpoint read."""
+        latest = self.checkpoints.resume_point(self.config.resume_from)
         if latest:
             self.checkpoints.restore(latest, self.task.model_name)
             step = int(self.checkpoints.optimizer.iterations.numpy())
             print(f"Resumed from {os.path.basename(latest)} at step {step}.", flush=True)
+            unlisted = self.checkpoints.make_latest(latest) if self.config.resume_from else []
+            if unlisted:  # --resume_from an earlier checkpoint: the newer ones stay on disk
+                print(f"{os.path.basename(latest)} is now the latest checkpoint; the newer "
+                      f"{', '.join(unlisted)} stay on disk, unlisted (training overwrites "
+                      f"them when it reaches their steps).", flush=True)
         elif self.config.warm_start_from:
             self.checkpoints.warm_start(self.config.warm_start_from)
         return latest

@@ -14,7 +14,11 @@ tuner processes stop together at exactly `num_trials` finished trials and never 
 twice. A tuner that dies leaves its trials RUNNING; they stop heart-beating, and after
 3 heartbeats (30 s by default) any tuner marks them FAIL ("interrupted": not counted)
 and enqueues their parameters again as a new trial, which trains from scratch in its own
-directory. COMPLETE, PRUNED and crashed (FAIL with an "error") trials are never re-run.
+directory. A trial whose tuner still runs on this host is never taken for dead, however
+late its heartbeats (a loaded machine): only a dead tuner's trials are re-run.
+COMPLETE, PRUNED and crashed (FAIL with an "error") trials are never re-run. A trainer killed by a signal while its tuner lives (SIGKILL, the OOM killer) is started
+again in its trial directory and resumes from its latest checkpoint: the same trial, up
+to TRAINER_RESTARTS times; after that the trial fails with the signal named.
 """
 
 from __future__ import annotations
@@ -36,29 +40,23 @@ from collections.abc import Iterator
 from typing import Any
 
 from t2t.config import SAMPLERS, TunerConfig  # noqa: F401  (TunerConfig re-exported)
-from t2t.tuning import search_space
+from t2t.tuning import search_space, trial_process
+from t2t.tuning.trial_process import (
+    EVAL_RESULTS_FILE,
+    LAUNCHER,
+    LOG_FILE,
+    drop_partial_line,
+    read_evals,
+    signal_name,
+    tail,
+    terminate,
+)
 from t2t.utils import optional_deps
 
-EVAL_RESULTS_FILE = "eval_results.jsonl"
-LOG_FILE = "trial.log"
-_TAIL_CHARS = 4000
 DEFAULT_STUDY_NAME = "t2t_study"
 ALL_CRASH_LIMIT = 3  # crashes, with no trial that trained, that stop the tuner
+TRAINER_RESTARTS = 2  # a trial's trainer killed by a signal is resumed this often
 _WAIT = object()  # _next_trial: trials are running elsewhere; try again later
-
-# Started instead of the trainer: asks Linux to SIGKILL the trainer when the tuner dies
-# (no orphan keeps training), then execs the trainer command.
-_LAUNCHER = (
-    "import ctypes, os, signal, sys\n"
-    "if sys.platform.startswith('linux'):\n"
-    "    try:\n"
-    "        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))\n"
-    "    except Exception:\n"
-    "        pass\n"
-    "    if os.getppid() != int(sys.argv[1]):\n"
-    "        sys.exit(75)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
-)
 
 
 class TunerError(Exception):
@@ -267,42 +265,6 @@ def _creation_lock(url: str, storage: Any, key: str) -> Iterator[None]:
                 conn.execute(text("SELECT RELEASE_LOCK(:k)"), {"k": f"t2t_{number}"})
 
 
-def _read_evals(trial_dir: str) -> list[dict[str, Any]]:
-    """The complete lines of the trial's eval_results.jsonl."""
-    try:
-        with open(os.path.join(trial_dir, EVAL_RESULTS_FILE), encoding="utf-8") as f:
-            text = f.read()
-    except OSError:
-        return []
-    lines = text.split("\n")[:-1]  # the part after the last newline may be half written
-    results = []
-    for line in lines:
-        with contextlib.suppress(ValueError):
-            results.append(json.loads(line))
-    return results
-
-
-def _tail(path: str, chars: int = _TAIL_CHARS) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - chars))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _terminate(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
-    """SIGTERM (the trainer saves a checkpoint and exits), SIGKILL after `grace_s`."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 class Tuner:
     """Drives `parallel_trials` worker threads, each running one trial at a time."""
 
@@ -377,6 +339,9 @@ class Tuner:
         from optuna.trial import TrialState
 
         with self._lock, _creation_lock(self.url, self.storage, self.config.study_name):
+            for running in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                if trial_process.owner_alive(running.user_attrs, running.datetime_start):
+                    self.storage.record_heartbeat(running._trial_id)  # late, not dead
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 optuna.storages.fail_stale_trials(study)
@@ -410,7 +375,7 @@ class Tuner:
     # ---------------------------------------------------------------- trial
     def _command(self, trial_dir: str, override: str) -> list[str]:
         trainer = self.config.trainer_command or [sys.executable, "-m", "t2t.bin.t2t_trainer"]
-        return [sys.executable, "-c", _LAUNCHER, str(os.getpid()), *trainer,
+        return [sys.executable, "-c", LAUNCHER, str(os.getpid()), *trainer,
                 *self.config.trainer_args, f"--output_dir={trial_dir}", f"--hparams={override}"]
 
     def _run_trial(self, study: Any, trial: Any, values: dict[str, Any], override: str,
@@ -429,22 +394,13 @@ class Tuner:
             print(f"trial {number}: {trial_dir} held an older run; moved it to {aside}.")
         os.makedirs(trial_dir, exist_ok=True)
         log_path = os.path.join(trial_dir, LOG_FILE)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(self._command(trial_dir, override), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, env=env)
         try:
-            state, value, error, step = self._watch(trial, proc, trial_dir)
+            state, value, error, step = self._train(trial, override, trial_dir)
         except optuna.exceptions.UpdateFinishedTrialError:
-            _terminate(proc)
             print(f"trial {number}: marked failed by another tuner (no heartbeat for "
                   f"{3 * self.config.heartbeat_seconds}s); it is re-run as a new trial.",
                   flush=True)
             return
-        except BaseException:
-            _terminate(proc)
-            raise
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             if state == "interrupted":
                 trial.set_user_attr("interrupted", True)
@@ -464,6 +420,35 @@ class Tuner:
                 study.tell(trial, value)
                 print(f"trial {number}: {self.config.objective} = {value:.6g}", flush=True)
 
+    def _train(self, trial: Any, override: str, trial_dir: str) -> tuple[str, Any, Any, int]:
+        """Runs the trial's trainer to its end: (state, value, error, last step). A trainer
+        killed by a signal is started again in `trial_dir` (it resumes from its latest
+        checkpoint), up to TRAINER_RESTARTS times: the trial is neither lost nor re-run."""
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        last_step = -1
+        for restart in range(TRAINER_RESTARTS + 1):
+            if restart:
+                drop_partial_line(trial_dir)
+            with open(os.path.join(trial_dir, LOG_FILE), "ab") as log:
+                proc = subprocess.Popen(self._command(trial_dir, override), stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, env=env)
+            try:
+                state, value, error, last_step = self._watch(trial, proc, trial_dir, last_step)
+            except BaseException:
+                terminate(proc)
+                raise
+            if state != "killed":
+                return state, value, error, last_step
+            if restart < TRAINER_RESTARTS:
+                print(f"trial {trial.number}: its trainer was killed "
+                      f"({signal_name(proc.returncode)}) after step {last_step}; resuming it "
+                      f"from its latest checkpoint in {trial_dir} (restart {restart + 1} of "
+                      f"{TRAINER_RESTARTS}).", flush=True)
+        return "failed", None, (f"{error}\n(the trainer was killed {TRAINER_RESTARTS + 1} "
+                                f"times: look for the OOM killer in dmesg, or a job "
+                                f"scheduler's preemption)"), last_step
+
     def _stop_if_all_crash(self, study: Any, error: str) -> None:
         """A setup error (a model that does not fit the hparams set, a bad flag) fails
         every trial: stop after ALL_CRASH_LIMIT crashes and no trial that trained."""
@@ -479,17 +464,18 @@ class Tuner:
                 f"the trial.log files, fix it and re-run (the study continues).")
             self.stop.set()
 
-    def _watch(self, trial: Any, proc: subprocess.Popen, trial_dir: str):
-        """Follows the trial to its end: (state, objective value, error, last step)."""
+    def _watch(self, trial: Any, proc: subprocess.Popen, trial_dir: str, last_step: int = -1):
+        """Follows the trainer to its end: (state, objective value, error, last step);
+        state "killed": it died of a signal (evaluations up to `last_step` were reported)."""
         config = self.config
-        seen, last_step, last_beat = 0, -1, time.monotonic()
+        seen, last_beat = 0, time.monotonic()
         while True:
             rc = proc.poll()
-            evals = _read_evals(trial_dir)
+            evals = read_evals(trial_dir)
             for result in evals[seen:]:
                 seen += 1
                 if config.objective not in result:
-                    _terminate(proc)
+                    terminate(proc)
                     names = sorted(k for k in result if k != "step")
                     message = (f"--objective={config.objective!r} is not a metric this run "
                                f"reports; it reports: {', '.join(names)}.")
@@ -501,12 +487,12 @@ class Tuner:
                     trial.report(value, step)
                     last_step = step
                     if config.pruning and trial.should_prune():
-                        _terminate(proc)
+                        terminate(proc)
                         return "pruned", None, None, last_step
             if rc is not None:
                 break
             if self.stop.is_set():
-                _terminate(proc)
+                terminate(proc)
                 return "interrupted", None, None, last_step
             if time.monotonic() - last_beat >= config.heartbeat_seconds:
                 self.storage.record_heartbeat(trial._trial_id)
@@ -516,11 +502,12 @@ class Tuner:
         if rc != 0:
             if self.stop.is_set() and self.abort_message is None:
                 return "interrupted", None, None, last_step
-            tail = _tail(log_path)
-            lines = [line.strip() for line in tail.splitlines() if line.strip()]
+            end = tail(log_path)
+            lines = [line.strip() for line in end.splitlines() if line.strip()]
             last = lines[-1] if lines else "no output"
-            return "failed", None, (f"trainer exited with status {rc}: {last}\n"
-                                    f"--- the end of {log_path}:\n{tail}"), last_step
+            how = f"was killed by {signal_name(rc)}" if rc < 0 else f"exited with status {rc}"
+            return ("killed" if rc < 0 else "failed"), None, (
+                f"trainer {how}: {last}\n--- the end of {log_path}:\n{end}"), last_step
         if not evals:
             return "failed", None, (f"the trainer wrote no {EVAL_RESULTS_FILE} in {trial_dir}; "
                                     f"trials need --schedule=train_and_evaluate."), last_step

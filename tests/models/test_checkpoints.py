@@ -155,5 +155,5 @@ def test_an_unreadable_checkpoint_is_a_clear_error(tmp_path):
     shutil.copytree(folder, broken)
     (broken / "ckpt-300.index").write_bytes(b"not a checkpoint index")
     problem = registry.problem(run["problem"])
-    with pytest.raises(decoder_lib.DecodeError, match="ckpt-300 cannot be read"):
+    with pytest.raises(decoder_lib.DecodeError, match=r"ckpt-300 is damaged: .*ckpt-300\.index cannot be read"):
         decoder_lib.load_model(problem, run["model"], hparams, None, str(broken))

@@ -9,7 +9,7 @@ them) and files what it tried into a session tally through the `robustness` fixt
     robustness.data_lost(support.lost_files(root, before))   # nothing, or a failure
 
 At the end of the session the counts are printed:
-"robustness: N bad inputs tried, M faults injected, K runs completed, data lost = 0".
+"robustness: N bad inputs tried, M faults injected (F kinds), K runs completed, data lost = 0".
 """
 
 from __future__ import annotations

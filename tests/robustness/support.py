@@ -48,10 +48,12 @@ class Tally:
         return sum(len(v) for v in table.values())
 
     def summary_lines(self) -> list[str]:
+        # Faults that differ only in a number (a step, a byte count) are one kind.
+        kinds = {re.sub(r"\d+", "N", name) for names in self.faults.values() for name in names}
         lines = [
             f"robustness: {self._count(self.bad_inputs)} bad inputs tried, "
-            f"{self._count(self.faults)} faults injected, {self._count(self.runs)} runs "
-            f"completed, data lost = {self._count(self.lost)}"
+            f"{self._count(self.faults)} faults injected ({len(kinds)} kinds), "
+            f"{self._count(self.runs)} runs completed, data lost = {self._count(self.lost)}"
         ]
         for title, table in (("bad inputs", self.bad_inputs), ("faults", self.faults),
                              ("runs completed", self.runs), ("DATA LOST", self.lost)):
@@ -172,7 +174,7 @@ class Result:
         return "Traceback (most recent call last)" in self.err
 
 
-def _load_binary(module_name: str):
+def load_binary(module_name: str):
     """Imports the binary module afresh, after removing every binary's flags."""
     from absl import flags
 
@@ -208,7 +210,7 @@ def run_binary(binary: str, *args: str) -> Result:
     status 1 and a traceback on stderr."""
     from absl import flags
 
-    module = _load_binary(BINARIES[binary])
+    module = load_binary(BINARIES[binary])
     values = flags.FLAGS
     values.unparse_flags()
     argv = values([binary, *args])

@@ -23,6 +23,9 @@ from t2t.problems import text_encoder, text_files, text_problems
 from t2t.serving import export as export_lib
 from t2t.serving import parity
 
+# One worker runs the whole module: its trained fixture is made once (pytest -n 2).
+pytestmark = pytest.mark.xdist_group("export_ids_only")
+
 pytest.importorskip("tensorflow_text")  # exporting the text signature needs it here
 
 SETTINGS = "beam_size=1,extra_length=4"  # greedy: traces faster than beam search
@@ -188,8 +191,10 @@ def test_ids_only_export_serves_where_tensorflow_text_cannot_be_imported(exporte
 
 
 def test_t2t_serve_serves_the_ids_only_base_path(exported, capsys):
-    from t2t.bin import t2t_exporter
     from tests.helpers.serving import ServerThread
+    from tests.robustness.support import load_binary
+
+    t2t_exporter = load_binary("t2t.bin.t2t_exporter")  # other binaries' flags may be loaded
 
     ids_dir = _info(exported["dir"])["ids_only_export"]
     t2t_exporter._print_signatures(exported["dir"])  # t2t-exporter names both exports

@@ -151,6 +151,36 @@ def latest_checkpoint_step(output_dir: str) -> int | None:
     return int(match[1]) if match else None
 
 
+# ------------------------------------------------------------------ full disks
+@contextlib.contextmanager
+def mounted_tmpfs(mount_point, size: str, why_skipped: str = ""):
+    """A tmpfs of `size` (e.g. "2m") mounted on the new folder `mount_point` (needs root);
+    the test is skipped, saying why, where mounting is not allowed."""
+    import subprocess
+
+    import pytest
+
+    mount_point.mkdir()
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                        str(mount_point)], check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as e:
+        pytest.skip(f"cannot mount a tmpfs here ({e}){why_skipped}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False, capture_output=True,
+                       timeout=30)
+
+
+def fill_disk(disk, leave: int):
+    """A file that fills `disk` but for `leave` bytes (deleting it frees the space)."""
+    stat = os.statvfs(disk)
+    ballast = disk / "ballast"
+    ballast.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - leave))
+    return ballast
+
+
 # ---------------------------------------------------------- in-process binaries
 BINARIES = {
     "t2t-trainer": "t2t.bin.t2t_trainer",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 
 import pytest
 
@@ -22,25 +21,8 @@ from tests.robustness.support import FAST_DECODE, run_binary
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 16 MiB tmpfs (needs root); skipped, saying why, where mounting is not allowed."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount_point)],
-                       check=True, capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as e:
-        pytest.skip(f"cannot mount a tmpfs here ({e})")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], capture_output=True, timeout=30)
-
-
-def _fill(disk, leave: int):
-    """A file that fills `disk` but for `leave` bytes (deleting it frees the space)."""
-    stat = os.statvfs(disk)
-    ballast = disk / "ballast"
-    ballast.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - leave))
-    return ballast
+    with support.mounted_tmpfs(tmp_path / "disk", "16m") as disk:
+        yield disk
 
 
 def _versions(export: str) -> list[str]:
@@ -59,7 +41,7 @@ def test_disk_full_during_export_then_space_freed(robustness, trained_run, data_
     (good,) = _versions(export)
     kept = support.snapshot(export)
 
-    ballast = _fill(small_tmpfs, leave=8 << 10)  # room for a log line, not a SavedModel
+    ballast = support.fill_disk(small_tmpfs, leave=8 << 10)  # room for a log line, not a SavedModel
     robustness.fault("disk full while t2t-exporter writes the SavedModel (tmpfs)")
     result = run_binary("t2t-exporter", *flags)
     assert result.code == 1 and not result.traceback, result.err[-3000:]

@@ -211,21 +211,13 @@ def test_download_different_file(robustness, server, tmp_path):
     robustness.run_completed("download through --data_mirror after a sha256 mismatch")
 
 
-def _fill(disk, leave: int):
-    """A file that fills `disk` but for `leave` bytes (deleting it frees the space)."""
-    stat = os.statvfs(disk)
-    ballast = disk / "ballast"
-    ballast.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - leave))
-    return ballast
-
-
 def test_download_disk_full_then_space_freed(robustness, server, small_tmpfs):
     from t2t.problems import download
 
     server.files["/data.bin"] = DATA
     url, folder = f"{server.url}/data.bin", small_tmpfs / "downloads"
     partial = folder / "data.bin.partial"
-    ballast = _fill(small_tmpfs, leave=len(DATA) // 2)
+    ballast = support.fill_disk(small_tmpfs, leave=len(DATA) // 2)
     robustness.fault("disk full during a download (tmpfs)")
     with pytest.raises(download.DownloadError) as error:
         _fetch(url, folder)
@@ -337,25 +329,16 @@ def _rerun_completes(robustness, data_dir, usr_dir, reference, kept: dict[str, s
 @pytest.fixture
 def small_tmpfs(tmp_path):
     """A 2 MiB tmpfs (needs root); the test is skipped where mounting is not allowed."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount_point)],
-                       check=True, capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError) as e:
-        pytest.skip(f"cannot mount a tmpfs here ({e}); "
-                    f"test_datagen_file_size_limit covers a failed shard write")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", str(mount_point)], check=False, timeout=30)
+    with support.mounted_tmpfs(tmp_path / "disk", "2m", "; test_datagen_file_size_limit "
+                               "covers a failed shard write") as disk:
+        yield disk
 
 
 def test_datagen_disk_full_then_space_freed(robustness, small_tmpfs, usr_dir,
                                             reference_examples):
     data = small_tmpfs / "data"
     data.mkdir()
-    ballast = _fill(small_tmpfs, leave=20 * 1024)  # room for two of the four train shards
+    ballast = support.fill_disk(small_tmpfs, leave=20 * 1024)  # room for two of the four train shards
     robustness.fault("disk full while t2t-datagen writes shards (tmpfs)")
     result = run_binary("t2t-datagen", f"--t2t_usr_dir={usr_dir}", f"--problem={SHARDED}",
                         f"--data_dir={data}", "--progress=false")

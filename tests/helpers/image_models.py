@@ -78,3 +78,36 @@ def with_overrides(hp: HParams, **overrides) -> HParams:
     for key, value in overrides.items():
         hp.set_hparam(key, value)
     return hp
+
+
+def tiny_image_classifier_run(tmp_path) -> tuple:
+    """An 8x8 RGB three-class problem (4 random images per split, generated into
+    tmp_path/data) and an untrained basic_fc_relu saved as checkpoint 1 in tmp_path/run.
+    Returns (problem, data_dir, run_dir, hparams, model)."""
+    from t2t.hparams.basic import create_hparams
+    from t2t.models import checkpoints, t2t_model
+    from t2t.models.t2t_model import example_features
+    from t2t.problems import image_problems
+    from t2t.problems import problem as problem_lib
+
+    class TinyImages(image_problems.Image2ClassProblem):
+        image_size, num_channels, train_shards, dev_shards = 8, 3, 1, 1
+        class_labels = ["red", "green", "blue"]
+
+        def generate_images(self, data_dir, tmp_dir, split, *, mirror=None):
+            rng = np.random.default_rng(0 if split == "train" else 1)
+            for i in range(4):
+                yield rng.integers(0, 255, [8, 8, 3], dtype=np.uint8), i % 3
+
+    problem = TinyImages()
+    data_dir = str(tmp_path / "data")
+    problem.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
+    keras.utils.set_random_seed(0)
+    php = problem.hparams(data_dir)
+    hparams = create_hparams("basic_fc_small")
+    model = t2t_model.create_model("basic_fc_relu", hparams, problem_lib.TRAIN, php)
+    model.build_for(example_features(php))
+    run = str(tmp_path / "run")
+    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)),
+                               run, 1).save(1)
+    return problem, data_dir, run, hparams, model

@@ -21,6 +21,7 @@ from t2t.models.t2t_model import example_features
 from t2t.problems import image_problems, text_problems
 from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
+from tests.helpers.image_models import tiny_image_classifier_run
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 # alpha=2 favours long outputs: with the EOS bias below, beams are real token sequences.
@@ -203,27 +204,8 @@ def test_sentencepiece_problem_round_trips_raw_text(tmp_path):
     assert any(s["output"].strip() for s in samples), samples
 
 
-class _TinyImages(image_problems.Image2ClassProblem):
-    image_size, num_channels, train_shards, dev_shards = 8, 3, 1, 1
-    class_labels = ["red", "green", "blue"]
-
-    def generate_images(self, data_dir, tmp_dir, split, *, mirror=None):
-        rng = np.random.default_rng(0 if split == "train" else 1)
-        for i in range(4):
-            yield rng.integers(0, 255, [8, 8, 3], dtype=np.uint8), i % 3
-
-
 def test_image_classifier_serves_encoded_images_to_class_names(tmp_path):
-    problem = _TinyImages()
-    data_dir = str(tmp_path / "data")
-    problem.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
-    keras.utils.set_random_seed(0)
-    php = problem.hparams(data_dir)
-    hparams = create_hparams("basic_fc_small")
-    model = t2t_model.create_model("basic_fc_relu", hparams, problem_lib.TRAIN, php)
-    model.build_for(example_features(php))
-    run = str(tmp_path / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 1).save(1)
+    problem, data_dir, run, hparams, model = tiny_image_classifier_run(tmp_path)
     version_dir = export_lib.export(problem, "basic_fc_relu", hparams, data_dir, run, None,
                                     "beam_size=3,return_beams=True")  # parity gate passed
     loaded = tf.saved_model.load(version_dir)

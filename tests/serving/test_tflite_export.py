@@ -20,13 +20,12 @@ from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer as infer_lib
 from t2t.decoding import settings as settings_lib
 from t2t.hparams.basic import create_hparams
-from t2t.models import checkpoints, t2t_model
-from t2t.models.t2t_model import example_features
-from t2t.problems import image_problems
+from t2t.models import t2t_model
 from t2t.problems import problem as problem_lib
 from t2t.problems.problem import ProblemHParams
 from t2t.serving import export as export_lib
 from t2t.serving import tflite_export
+from tests.helpers.image_models import tiny_image_classifier_run
 
 # One worker runs the whole module: its trained fixture is made once (pytest -n 2).
 pytestmark = pytest.mark.xdist_group("tflite_export")
@@ -212,28 +211,8 @@ def test_a_model_that_needs_select_tf_ops_is_refused_naming_them(trained, tmp_pa
     assert os.listdir(export_dir) == []
 
 
-class _TinyImages(image_problems.Image2ClassProblem):
-    image_size, num_channels, train_shards, dev_shards = 8, 3, 1, 1
-    class_labels = ["red", "green", "blue"]
-
-    def generate_images(self, data_dir, tmp_dir, split, *, mirror=None):
-        rng = np.random.default_rng(0 if split == "train" else 1)
-        for i in range(4):
-            yield rng.integers(0, 255, [8, 8, 3], dtype=np.uint8), i % 3
-
-
 def test_image_classifier_gives_the_class_id(tmp_path):
-    problem = _TinyImages()
-    data_dir = str(tmp_path / "data")
-    problem.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
-    keras.utils.set_random_seed(0)
-    php = problem.hparams(data_dir)
-    hparams = create_hparams("basic_fc_small")
-    model = t2t_model.create_model("basic_fc_relu", hparams, problem_lib.TRAIN, php)
-    model.build_for(example_features(php))
-    run = str(tmp_path / "run")
-    tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)),
-                               run, 1).save(1)
+    problem, data_dir, run, hparams, model = tiny_image_classifier_run(tmp_path)
     # beam_size (the default 4) does not change a classifier's argmax: accepted.
     version_dir = tflite_export.export_tflite(problem, "basic_fc_relu", hparams, data_dir, run,
                                               str(tmp_path / "out"), DecodeHParams(),

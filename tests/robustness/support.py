@@ -151,6 +151,19 @@ def latest_checkpoint_step(output_dir: str) -> int | None:
     return int(match[1]) if match else None
 
 
+# ------------------------------------------------------------------- waiting
+def wait_for(predicate, seconds: float) -> bool:
+    """Polls `predicate` every 50 ms until it is true (True) or `seconds` pass (False)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
 # ------------------------------------------------------------------ full disks
 @contextlib.contextmanager
 def mounted_tmpfs(mount_point, size: str, why_skipped: str = ""):

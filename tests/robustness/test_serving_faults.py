@@ -45,12 +45,7 @@ WHEN = {"saving": "while it writes the SavedModel (staging folder)",
 
 
 def _wait_for(predicate, seconds: float = 60) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return support.wait_for(predicate, seconds)
 
 
 class _Logged(logging.Handler):

@@ -29,6 +29,7 @@ from optuna.trial import TrialState
 
 from t2t.hparams.ranged import RangedHParams
 from t2t.tuning import study as study_lib
+from tests.robustness import support
 from tests.robustness.support import PROBLEM
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,12 +39,7 @@ TIMEOUT_S = 600
 
 
 def _wait_for(predicate, seconds: float = 120) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
+    return support.wait_for(predicate, seconds)
 
 
 def _alive(pid: int) -> bool:

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.helpers.binaries import run_binary
 from tests.helpers.runs import untrained_run
 
 PROBLEM = "algorithmic_lm_reverse_binary10"
@@ -55,16 +56,17 @@ def test_bad_requests_get_one_clear_line(lm_run, tmp_path):
     data_dir, output_dir = lm_run
     empty = tmp_path / "empty.txt"
     empty.write_text("")
-    base = [*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}"]
-    refused = _run([*base, f"--decode_from_file={empty}"])
-    assert refused.returncode == 1 and "is empty: nothing to decode" in refused.stderr
-    both = _run([*base, f"--score_file={empty}", "--decode_interactive"])
-    assert both.returncode == 1 and "choose one" in both.stderr
-    split = _run([*base, "--decode_split=test"])
-    assert split.returncode == 1 and "has no split 'test': its splits are train, dev" in split.stderr
-    empty_score = _run([*base, f"--score_file={empty}"])
-    assert empty_score.returncode == 1 and "has no lines to score" in empty_score.stderr
-    assert "Traceback" not in refused.stderr + both.stderr + split.stderr + empty_score.stderr
-    dev = _run([*base, "--decode_split=dev", "--eval_steps=1",
+    flags = [f"--output_dir={output_dir}", f"--data_dir={data_dir}"]
+    # The refusals in this process (no TensorFlow start each); the decode as a process.
+    refused = run_binary("t2t-decoder", *flags, f"--decode_from_file={empty}")
+    assert refused.code == 1 and "is empty: nothing to decode" in refused.err
+    both = run_binary("t2t-decoder", *flags, f"--score_file={empty}", "--decode_interactive")
+    assert both.code == 1 and "choose one" in both.err
+    split = run_binary("t2t-decoder", *flags, "--decode_split=test")
+    assert split.code == 1 and "has no split 'test': its splits are train, dev" in split.err
+    empty_score = run_binary("t2t-decoder", *flags, f"--score_file={empty}")
+    assert empty_score.code == 1 and "has no lines to score" in empty_score.err
+    assert not any(r.traceback for r in (refused, both, split, empty_score))
+    dev = _run([*DECODER, *flags, "--decode_split=dev", "--eval_steps=1",
                 "--decode_hparams=beam_size=1,batch_size=2,max_new_tokens=4"])
     assert dev.returncode == 0 and "Decoded 2 dev examples" in dev.stdout

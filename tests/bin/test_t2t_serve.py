@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.helpers.binaries import run_binary
 from tests.helpers.runs import untrained_run
 
 SERVE = [sys.executable, "-m", "t2t.bin.t2t_serve"]
@@ -146,9 +147,28 @@ def test_flag_errors_are_one_line(exported_run, tmp_path):
                                                  "--allowed_batch_sizes=2,4")
     os.makedirs(tmp_path / "empty")
     assert "no version folders" in _fails(f"--model_base_path={tmp_path}/empty")
+
+
+def test_a_taken_port_is_one_line_from_the_process(exported_run):
+    output_dir, _ = exported_run
     with __import__("socket").socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert "pick another --rest_api_port" in _fails(f"--output_dir={output_dir}",
-                                                        f"--rest_api_port={port}")
+        result = subprocess.run([*SERVE, f"--output_dir={output_dir}", f"--rest_api_port={port}"],
+                                capture_output=True, text=True, timeout=300,
+                                env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 1, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "pick another --rest_api_port" in errors[0], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+
+
+def _fails(*flags):
+    """The first error line of t2t-serve's main run in this process with `flags` (each
+    refused before anything listens, so in-process is safe and skips a TF start)."""
+    result = run_binary("t2t-serve", *flags)
+    assert result.code == 1, result.out + result.err
+    errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
+    assert errors and not result.traceback, result.err[-3000:]
+    return errors[0]

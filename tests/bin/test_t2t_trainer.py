@@ -11,6 +11,9 @@ import time
 
 import pytest
 
+from tests.helpers.binaries import run_binary
+from tests.helpers.runs import assert_one_trace
+
 PROBLEM = "algorithmic_reverse_binary40_test"
 TRAINER = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
 
@@ -48,13 +51,16 @@ def test_dry_run_and_flag_errors(data_dir, tmp_path):
     assert "strategy:    default (one device), 1 replica(s)" in result.stdout
     assert not (tmp_path / "out").exists()
 
-    missing = _run([TRAINER, f"--problem={PROBLEM}"])
-    assert missing.returncode == 1 and "--model, --hparams_set required" in missing.stderr
-    unknown = _run(_args(data_dir, tmp_path / "o2", "--dry_run") + ["--model=transfomer"])
-    assert unknown.returncode == 1 and "Did you mean: transformer" in unknown.stderr
-    bad = _run(_args(data_dir, tmp_path / "o3", "--dry_run") + ["--hparams=hiden_size=3"])
-    assert bad.returncode == 1 and "Unknown hparam 'hiden_size'" in bad.stderr
-    assert "Traceback" not in missing.stderr + unknown.stderr + bad.stderr
+    # The flag errors in this process: each is refused before any TensorFlow work.
+    missing = run_binary("t2t-trainer", f"--problem={PROBLEM}")
+    assert missing.code == 1 and "--model, --hparams_set required" in missing.err
+    unknown = run_binary("t2t-trainer", *_args(data_dir, tmp_path / "o2", "--dry_run")[1:],
+                         "--model=transfomer")
+    assert unknown.code == 1 and "Did you mean: transformer" in unknown.err
+    bad = run_binary("t2t-trainer", *_args(data_dir, tmp_path / "o3", "--dry_run")[1:],
+                     "--hparams=hiden_size=3")
+    assert bad.code == 1 and "Unknown hparam 'hiden_size'" in bad.err
+    assert not (missing.traceback or unknown.traceback or bad.traceback)
 
 
 # ~100 s on 2 cores. CI covers the same (and more: kills at random steps, a reference
@@ -96,10 +102,12 @@ def test_deterministic_runs_repeat_and_survive_sigkill(data_dir, tmp_path):
 
 
 def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
+    """Training, checkpoints, evaluation, the profiler and --overfit_batches under
+    MirroredStrategy (one run: each start costs ~40 s on 2 cores)."""
     # One eval, at the end: each costs ~15 s under MirroredStrategy on 2 cores.
     result = _run(_args(data_dir, tmp_path / "mirrored", "--train_steps=20",
                         "--save_checkpoints_steps=10", "--local_eval_frequency=20",
-                        "--cpu_devices=2"))
+                        "--cpu_devices=2", "--profile_steps=2,3", "--overfit_batches=2"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "MirroredStrategy, 2 replica(s)" in result.stdout
     assert "global batch 256 x 2 replica(s)" in result.stdout
@@ -107,6 +115,9 @@ def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
     assert max(losses) == 20 and sum(list(losses.values())[-5:]) < sum(list(losses.values())[:5])
     assert os.path.exists(tmp_path / "mirrored" / "ckpt-20.index")
     assert "eval step 20: accuracy" in result.stdout
+    output = result.stdout + result.stderr
+    assert "Profiled steps 2-3" in output and "Overfit check (2 batches repeated)" in output
+    assert_one_trace(str(tmp_path / "mirrored"), b"train_step")
 
 
 def test_xla_and_bfloat16(data_dir, tmp_path):

@@ -3,6 +3,8 @@ binaries' end-to-end tests)."""
 
 from __future__ import annotations
 
+import glob
+import os
 import pathlib
 
 
@@ -22,3 +24,11 @@ def untrained_run(problem_name: str, root: pathlib.Path) -> tuple[str, str]:
                       run_info={"hparams_set": "transformer_test", "hparams": "batch_size=256"})
     assert trainer.save().endswith("ckpt-0")
     return data_dir, output_dir
+
+
+def assert_one_trace(output_dir, marker):
+    """--profile_steps wrote one trace (the chief's) holding `marker`."""
+    traces = glob.glob(os.path.join(output_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
+    assert len(traces) == 1, traces
+    with open(traces[0], "rb") as f:
+        assert marker in f.read()

@@ -3,10 +3,8 @@
 The tally counts what the suite tried (bad inputs, injected faults), the runs that
 completed, and any data lost; `conftest.py` prints it at the end of the session.
 
-`run_binary("t2t-trainer", "--problem=...")` runs a binary's `main(argv)` in this
-process (TensorFlow is imported once for the whole suite), with stdout, stderr and
-absl warnings captured. The binaries each define flags such as --problem, so the
-flags of the previously loaded binary are removed before the next one is imported.
+`run_binary("t2t-trainer", "--problem=...")` (tests/helpers/binaries.py) runs a
+binary's `main(argv)` in this process, TensorFlow imported once for the whole suite.
 """
 
 from __future__ import annotations
@@ -14,13 +12,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib
-import io
-import logging
 import os
 import re
-import sys
-import traceback
+
+# In-process binaries, shared with the binaries' own tests.
+from tests.helpers.binaries import BINARIES, Result, load_binary, run_binary  # noqa: F401
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 MODEL, HPARAMS_SET = "transformer", "transformer_test"
@@ -192,90 +188,6 @@ def fill_disk(disk, leave: int):
     ballast = disk / "ballast"
     ballast.write_bytes(b"\0" * (stat.f_bavail * stat.f_frsize - leave))
     return ballast
-
-
-# ---------------------------------------------------------- in-process binaries
-BINARIES = {
-    "t2t-trainer": "t2t.bin.t2t_trainer",
-    "t2t-datagen": "t2t.bin.t2t_datagen",
-    "t2t-decoder": "t2t.bin.t2t_decoder",
-    "t2t-exporter": "t2t.bin.t2t_exporter",
-}
-_FLAG_MODULES = (*BINARIES.values(), "t2t.bin.run_flags")
-
-
-@dataclasses.dataclass
-class Result:
-    """What a binary's main left: exit status, stdout, stderr (absl warnings included)."""
-
-    code: int
-    out: str
-    err: str
-
-    @property
-    def traceback(self) -> bool:
-        return "Traceback (most recent call last)" in self.err
-
-
-def load_binary(module_name: str):
-    """Imports the binary module afresh, after removing every binary's flags."""
-    from absl import flags
-
-    from t2t.bin import common_flags  # noqa: F401 (the flags shared by all binaries stay)
-
-    values = flags.FLAGS
-    by_module = values.flags_by_module_dict()
-    for name in _FLAG_MODULES:
-        for flag in list(by_module.get(name, [])):  # deleting edits these lists
-            if flag.name in values:
-                delattr(values, flag.name)
-        sys.modules.pop(name, None)
-        # `from t2t.bin import run_flags` would find the old module on the package.
-        package, _, attribute = name.rpartition(".")
-        if hasattr(sys.modules[package], attribute):
-            delattr(sys.modules[package], attribute)
-    return importlib.import_module(module_name)
-
-
-class _Collect(logging.Handler):
-    def __init__(self, lines: list[str]):
-        super().__init__(logging.WARNING)
-        self.lines = lines
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.levelname}: {record.getMessage()}")
-
-
-def run_binary(binary: str, *args: str) -> Result:
-    """Runs `binary`'s main with the flags `args` in this process.
-
-    An exception that main lets through is returned as absl's app.run would show it:
-    status 1 and a traceback on stderr."""
-    from absl import flags
-
-    module = load_binary(BINARIES[binary])
-    values = flags.FLAGS
-    values.unparse_flags()
-    argv = values([binary, *args])
-    out, err, warnings = io.StringIO(), io.StringIO(), []
-    handler = _Collect(warnings)
-    absl_logger = logging.getLogger("absl")
-    absl_logger.addHandler(handler)
-    code = 0
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                module.main(argv)
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except Exception:  # what app.run would print before exiting with 1
-                err.write(traceback.format_exc())
-                code = 1
-    finally:
-        absl_logger.removeHandler(handler)
-        values.unparse_flags()
-        values([binary])  # parsed, all defaults: nothing leaks into the next run
-    return Result(code, out.getvalue(), err.getvalue() + "".join(w + "\n" for w in warnings))
 
 
 # ---------------------------------------------------------------- user code

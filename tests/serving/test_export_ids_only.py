@@ -191,8 +191,8 @@ def test_ids_only_export_serves_where_tensorflow_text_cannot_be_imported(exporte
 
 
 def test_t2t_serve_serves_the_ids_only_base_path(exported, capsys):
+    from tests.helpers.binaries import load_binary
     from tests.helpers.serving import ServerThread
-    from tests.robustness.support import load_binary
 
     t2t_exporter = load_binary("t2t.bin.t2t_exporter")  # other binaries' flags may be loaded
 

@@ -10,7 +10,6 @@ longest are marked slow: CI runs the others, `python -m pytest -m slow` these.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -21,6 +20,7 @@ import time
 import pytest
 
 from t2t.cluster import tf_config
+from tests.helpers.runs import assert_one_trace
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 TRAINER = [sys.executable, "-m", "t2t.bin.t2t_trainer"]
@@ -57,14 +57,6 @@ def checkpoint_steps(output_dir):
 def eval_steps(output_dir):
     with open(os.path.join(output_dir, "eval_results.jsonl"), encoding="utf-8") as f:
         return [json.loads(line)["step"] for line in f]
-
-
-def assert_one_trace(output_dir, marker):
-    """--profile_steps wrote one trace (the chief's) holding `marker`."""
-    traces = glob.glob(os.path.join(output_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
-    assert len(traces) == 1, traces
-    with open(traces[0], "rb") as f:
-        assert marker in f.read()
 
 
 def test_two_workers_train_and_only_the_chief_writes(data_dir, tmp_path):

@@ -121,8 +121,11 @@ def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
 
 
 def test_xla_and_bfloat16(data_dir, tmp_path):
+    # One layer: XLA's compile time on a CPU grows with the graph, and one shows the path.
     result = _run(_args(data_dir, tmp_path / "fast", "--train_steps=6", "--save_checkpoints_steps=6",
-                        "--local_eval_frequency=6", "--xla_compile", "--mixed_precision=bfloat16"))
+                        "--local_eval_frequency=6", "--xla_compile", "--mixed_precision=bfloat16",
+                        "--hparams=batch_size=256,learning_rate_warmup_steps=10,"
+                        "num_hidden_layers=1"))
     assert result.returncode == 0, result.stderr[-3000:]
     losses = _losses(result.stdout)
     assert max(losses) == 6 and all(0 < loss < 10 for loss in losses.values())

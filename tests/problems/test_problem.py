@@ -80,6 +80,9 @@ def test_sharded_reading_covers_everything_once(data_dir):
     assert sorted(map(key, parts[0] + parts[1])) == sorted(map(key, everything))
 
 
+# ~40 s on 2 cores; CI covers the same fault (and more: two kills, shards kept byte for
+# byte) in tests/robustness/test_faults.py::test_datagen_sigkill_mid_shard_then_rerun.
+@pytest.mark.slow
 def test_sigkill_mid_generation_then_rerun_completes(tmp_path):
     """A datagen killed mid-shard leaves no shard that reads as complete; a re-run finishes."""
     data_dir = str(tmp_path / "data")

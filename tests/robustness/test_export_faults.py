@@ -29,6 +29,9 @@ def _versions(export: str) -> list[str]:
     return sorted(n for n in os.listdir(export) if n.isdigit())
 
 
+# A tmpfs export filled twice over (~60 s on 2 cores): `python -m pytest -m slow`. The
+# export's own write errors are checked fast in tests/serving/test_export.py.
+@pytest.mark.slow
 def test_disk_full_during_export_then_space_freed(robustness, trained_run, data_dir,
                                                   small_tmpfs):
     run = str(small_tmpfs / "run")

@@ -252,6 +252,9 @@ class _SpmLanguageModel(text_files.LanguagemodelTextFilesSp8k):
     dev_fraction = test_fraction = 0.2
 
 
+# A SentencePiece language model built and exported twice (~50 s on 2 cores): `python -m
+# pytest -m slow`. CI checks the ids-only sibling of the seq2seq export above.
+@pytest.mark.slow
 def test_language_model_ids_only_sibling_has_no_tokenizer(tmp_path):
     texts = tmp_path / "texts"
     texts.mkdir()

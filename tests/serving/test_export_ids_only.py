@@ -23,9 +23,6 @@ from t2t.problems import text_encoder, text_files, text_problems
 from t2t.serving import export as export_lib
 from t2t.serving import parity
 
-# One worker runs the whole module: its trained fixture is made once (pytest -n 2).
-pytestmark = pytest.mark.xdist_group("export_ids_only")
-
 pytest.importorskip("tensorflow_text")  # exporting the text signature needs it here
 
 SETTINGS = "beam_size=1,extra_length=4"  # greedy: traces faster than beam search

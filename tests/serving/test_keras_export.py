@@ -17,9 +17,6 @@ from t2t.hparams.basic import create_hparams
 from t2t.serving import keras_export
 from tests.helpers.runs import untrained_run
 
-# One worker runs the whole module: its trained fixture is made once (pytest -n 2).
-pytestmark = pytest.mark.xdist_group("keras_export")
-
 PROBLEM = "algorithmic_reverse_binary40_test"
 HPARAMS = "batch_size=256"  # as untrained_run's run records them
 

@@ -27,9 +27,6 @@ from t2t.serving import export as export_lib
 from t2t.serving import tflite_export
 from tests.helpers.image_models import tiny_image_classifier_run
 
-# One worker runs the whole module: its trained fixture is made once (pytest -n 2).
-pytestmark = pytest.mark.xdist_group("tflite_export")
-
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
 PROBLEM = "algorithmic_reverse_binary40_test"

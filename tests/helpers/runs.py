@@ -1,5 +1,5 @@
-"""A training run's directory as t2t-trainer leaves it, without training (for the
-binaries' end-to-end tests)."""
+"""Training runs in tests: a run's directory as t2t-trainer leaves it, without
+training (for the binaries' end-to-end tests), and the profiler traces a run wrote."""
 
 from __future__ import annotations
 
@@ -26,9 +26,15 @@ def untrained_run(problem_name: str, root: pathlib.Path) -> tuple[str, str]:
     return data_dir, output_dir
 
 
-def assert_one_trace(output_dir, marker):
+def profile_traces(output_dir) -> list[str]:
+    """The trace files --profile_steps wrote under the run's train/ summaries."""
+    return glob.glob(os.path.join(str(output_dir), "train", "plugins", "profile", "*",
+                                  "*.xplane.pb"))
+
+
+def assert_one_trace(output_dir, marker: bytes) -> None:
     """--profile_steps wrote one trace (the chief's) holding `marker`."""
-    traces = glob.glob(os.path.join(output_dir, "train", "plugins", "profile", "*", "*.xplane.pb"))
+    traces = profile_traces(output_dir)
     assert len(traces) == 1, traces
     with open(traces[0], "rb") as f:
         assert marker in f.read()

@@ -21,6 +21,7 @@ from t2t.trainer import runtime as runtime_lib
 from t2t.trainer import trainer as trainer_lib
 from t2t.trainer.trainer import Trainer
 from tests.helpers.binaries import run_binary
+from tests.helpers.runs import assert_one_trace, profile_traces
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 TRAINER = [sys.executable, "-m", "t2t.bin.t2t_trainer"]
@@ -53,11 +54,6 @@ def _scalars(events_dir):
     return found
 
 
-def _traces(output_dir):
-    return glob.glob(os.path.join(str(output_dir), "train", "plugins", "profile", "*",
-                                  "*.xplane.pb"))
-
-
 def _run(cmd, timeout=300):
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     return result.returncode, result.stdout + result.stderr
@@ -74,11 +70,8 @@ def test_layer_summaries_profile_and_examples_seen(data_dir, tmp_path):
     out = tmp_path / "run"
     trainer = _trainer(data_dir, out, 6, profile_steps="3,4")
     trainer.train()
-    traces = _traces(out)
-    assert len(traces) == 1  # one capture, steps 3-4, under the "train" run
-    with open(traces[0], "rb") as f:
-        trace = f.read()
-    assert b"train_step" in trace  # the step function's ops are in it
+    # One capture, steps 3-4, under the "train" run, with the step function's ops in it.
+    assert_one_trace(out, b"train_step")
     scalars = _scalars(out / "train")
     groups, _ = layer_stats.variable_groups(trainer.model, trainer.model.trainable_variables)
     assert {"encoder", "decoder"} <= set(groups)
@@ -99,7 +92,7 @@ def test_layer_summaries_profile_and_examples_seen(data_dir, tmp_path):
     assert seen[2] > 0 and seen[4] > seen[2] and seen[6] > seen[4]
     resumed = _trainer(data_dir, out, 8, profile_steps="3,4")  # resumes at 6
     resumed.train()
-    assert len(_traces(out)) == 1  # steps 3-4 are past: nothing profiled again
+    assert len(profile_traces(out)) == 1  # steps 3-4 are past: nothing profiled again
     after = _scalars(out / "train")["examples_seen"]
     assert after[8] > after[6] == seen[6]  # the count came back with the checkpoint
 

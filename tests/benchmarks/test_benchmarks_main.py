@@ -158,6 +158,8 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
     assert entry["key_figures"]["datagen: peak memory 10N/N"] == pytest.approx(1.01)
 
 
+# slow: two real benchmark runs; compare's logic is tested in test_compare.py
+@pytest.mark.slow
 def test_compares_with_the_previous_entry_of_the_same_flags(fakes, monkeypatch, tmp_path,
                                                            capsys):
     path = str(tmp_path / "history.jsonl")

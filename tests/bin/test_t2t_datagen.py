@@ -1,7 +1,8 @@
-"""Tests of the installed t2t-datagen binary, run as a subprocess.
+"""Tests of the installed t2t-datagen binary, run as a subprocess (its flag errors: its
+main in the test's process).
 
 Runs that generate or inspect data import TensorFlow (seconds each), so they are few
-and each checks several things; runs that fail before any TensorFlow is needed are cheap.
+and each checks several things.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import shutil
 import subprocess
 
 import pytest
+
+from tests.helpers.binaries import run_binary
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 SHARDS = [f"{PROBLEM}-dev-00000-of-00001", f"{PROBLEM}-train-00000-of-00001"]
@@ -111,12 +114,14 @@ def test_dump_text_writes_a_split_as_lines(generated, tmp_path):
     assert both.returncode != 0 and "run once per problem" in both.stderr
 
 
+# Flag errors: main in this process (tests/helpers/binaries.py), no TensorFlow start each.
 def test_unknown_problem_fails_with_suggestions(tmp_path):
-    result = datagen("--problem=algorithmic_reverse_binary4", f"--data_dir={tmp_path}")
-    assert result.returncode == 1
-    assert "error: Unknown problem 'algorithmic_reverse_binary4'." in result.stderr
-    assert "Did you mean: algorithmic_reverse_binary40" in result.stderr
-    assert "Traceback" not in result.stderr
+    result = run_binary("t2t-datagen", "--problem=algorithmic_reverse_binary4",
+                        f"--data_dir={tmp_path}")
+    assert result.code == 1
+    assert "error: Unknown problem 'algorithmic_reverse_binary4'." in result.err
+    assert "Did you mean: algorithmic_reverse_binary40" in result.err
+    assert not result.traceback
     assert not os.listdir(tmp_path)
 
 
@@ -129,10 +134,10 @@ def test_unknown_problem_fails_with_suggestions(tmp_path):
 ])
 def test_bad_flags_fail_clearly(tmp_path, flags, message):
     problem = [] if not flags else [f"--problem={PROBLEM}"]
-    result = datagen(*problem, *flags, f"--data_dir={tmp_path}")
-    assert result.returncode == 1
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    result = run_binary("t2t-datagen", *problem, *flags, f"--data_dir={tmp_path}")
+    assert result.code == 1
+    assert message in result.err
+    assert not result.traceback
     assert not os.listdir(tmp_path)  # failed before writing anything
 
 

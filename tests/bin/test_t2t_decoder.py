@@ -145,6 +145,9 @@ def test_dev_set_decoding_and_errors(run_dir, tmp_path):
     assert not (missing.traceback or bad.traceback or no_run.traceback)
 
 
+# slow: three decoder starts; the maps themselves are checked in
+#   tests/decoding/test_attention_maps.py
+@pytest.mark.slow
 def test_write_attention_heat_maps(run_dir, tmp_path):
     data_dir, output_dir = run_dir
     source = tmp_path / "source.txt"
@@ -272,6 +275,8 @@ def test_rouge_of_a_summarization_problem(summary_run, tmp_path):
     assert "Traceback" not in result.stderr + dev.stderr
 
 
+# slow: two decoder starts for the missing-package message
+@pytest.mark.slow
 def test_rouge_without_rouge_score_installed(summary_run, tmp_path):
     shadow = tmp_path / "shadow"  # `import rouge_score` fails there as if not installed
     shadow.mkdir()

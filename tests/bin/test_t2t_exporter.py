@@ -70,13 +70,18 @@ def test_export_from_a_run_directory(run_dir):
 
 
 def test_clear_errors(run_dir, tmp_path):
+    # The exporter's main in this process (tests/helpers/binaries.py): no TensorFlow
+    # start per error.
+    from tests.helpers.binaries import run_binary
+
     data_dir, _ = run_dir
-    result = _run([*EXPORTER, f"--output_dir={tmp_path}", f"--data_dir={data_dir}",
-                   f"--problem={PROBLEM}", "--model=transformer",
-                   "--hparams_set=transformer_test"])
-    assert result.returncode == 1
-    assert f"error: no checkpoint in {tmp_path}: train first" in result.stderr
-    assert "Traceback" not in result.stderr
-    result = _run([*EXPORTER, f"--output_dir={tmp_path}", "--decode_hparams=beam_sise=2"])
-    assert result.returncode == 1
-    assert "--problem, --model, --hparams_set required" in result.stderr
+    result = run_binary("t2t-exporter", f"--output_dir={tmp_path}", f"--data_dir={data_dir}",
+                        f"--problem={PROBLEM}", "--model=transformer",
+                        "--hparams_set=transformer_test")
+    assert result.code == 1
+    assert f"error: no checkpoint in {tmp_path}: train first" in result.err
+    assert not result.traceback
+    result = run_binary("t2t-exporter", f"--output_dir={tmp_path}",
+                        "--decode_hparams=beam_sise=2")
+    assert result.code == 1
+    assert "--problem, --model, --hparams_set required" in result.err

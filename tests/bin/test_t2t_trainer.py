@@ -120,6 +120,9 @@ def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
     assert_one_trace(str(tmp_path / "mirrored"), b"train_step")
 
 
+# slow: XLA's compile of a train step on a CPU (~75 s of CPU); the models' XLA-vs-eager
+#   checks (tests/helpers/model_checks.py) stay in CI
+@pytest.mark.slow
 def test_xla_and_bfloat16(data_dir, tmp_path):
     # One layer: XLA's compile time on a CPU grows with the graph, and one shows the path.
     result = _run(_args(data_dir, tmp_path / "fast", "--train_steps=6", "--save_checkpoints_steps=6",

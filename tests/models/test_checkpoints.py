@@ -100,6 +100,9 @@ def data_dir(tmp_path_factory):
     return path
 
 
+# slow: 300 training steps; reading a legacy run stays in CI
+#   (test_the_decoder_binary_reads_a_legacy_run)
+@pytest.mark.slow
 def test_a_legacy_run_resumes_and_then_writes_stable_names(data_dir, tmp_path):
     folder, run, _ = _run_files("transformer_tiny")
     output_dir = str(tmp_path / "run")

@@ -207,6 +207,8 @@ _MIRRORED_STEP = mirrored_step_script(
 )
 
 
+# slow: a MirroredStrategy start on 2 logical CPUs; CI trains mirrored in test_t2t_trainer.py
+@pytest.mark.slow
 def test_one_training_step_under_two_mirrored_cpus():
     # mirrored_step_result also fails on the optimizer's "Gradients do not exist" warning.
     result = mirrored_step_result(_MIRRORED_STEP)["neural_gpu"]

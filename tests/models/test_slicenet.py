@@ -264,6 +264,8 @@ _MIRRORED_STEP = mirrored_step_script(
 )
 
 
+# slow: a MirroredStrategy start on 2 logical CPUs; CI trains mirrored in test_t2t_trainer.py
+@pytest.mark.slow
 def test_one_training_step_under_mirrored_strategy_on_two_cpus():
     result = mirrored_step_result(_MIRRORED_STEP)["slicenet"]
     assert (result["replicas"], result["finite"], result["same"]) == (2, True, True)

@@ -5,7 +5,7 @@ times in a row, then run again to completion.
   shard is missing (the partial one is never under a final name); the shards finished
   before each kill are kept byte for byte; the re-run writes only the missing ones and
   the data equals an uninterrupted generation's.
-* trainer: killed at three random steps (--deterministic). Each re-run resumes from the
+* trainer: killed at two random steps (--deterministic). Each re-run resumes from the
   latest checkpoint; the last one reaches the right step, and every step's loss and the
   final weights equal an uninterrupted run's.
 
@@ -239,7 +239,7 @@ def test_trainer_sigkill_at_random_steps_then_completes(robustness, data_dir, tm
     # The uninterrupted run goes on beside the killed ones.
     with _background(_trainer_command(data_dir, reference_dir), tmp_path / "reference") \
             as reference:
-        while kills < 3 and latest + 1 <= TRAIN_STEPS - 2:
+        while kills < 2 and latest + 1 <= TRAIN_STEPS - 2:
             # From the step that writes the next checkpoint (the kill may land mid-save).
             target = min(latest + kill_rng.randint(SAVE_EVERY, 2 * SAVE_EVERY),
                          TRAIN_STEPS - 2)

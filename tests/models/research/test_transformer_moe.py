@@ -208,6 +208,8 @@ _MIRRORED_STEP = mirrored_step_script(
 )
 
 
+# slow: a MirroredStrategy start on 2 logical CPUs; CI trains mirrored in test_t2t_trainer.py
+@pytest.mark.slow
 def test_one_training_step_of_each_model_under_mirrored_strategy_on_two_cpus():
     results = mirrored_step_result(_MIRRORED_STEP, timeout=300)
     assert set(results) == {"transformer_moe", "transformer"}, results

@@ -338,6 +338,8 @@ def mirrored_step(request):
         yield process
 
 
+# slow: a MirroredStrategy start on 2 logical CPUs; CI trains mirrored in test_t2t_trainer.py
+@pytest.mark.slow
 def test_one_training_step_under_mirrored_strategy_on_two_cpus(mirrored_step):
     result = mirrored_step_result(mirrored_step)["universal_transformer"]
     assert (result["replicas"], result["finite"], result["same"]) == (2, True, True)

@@ -72,6 +72,8 @@ def test_a_run_records_where_its_data_and_code_are(trained):
     assert run["problem_hparams"]["vocab_size"] == {"inputs": 4, "targets": 4}
 
 
+# slow: a second trainer start for the resume message; resuming is tested in CI in-process
+@pytest.mark.slow
 def test_a_resume_from_output_dir_alone_says_one_line(trained):
     _, _, data_dir, output_dir, _ = trained
     result = _run("t2t-trainer", f"--output_dir={output_dir}", "--train_steps=3",

@@ -24,6 +24,7 @@ BINARIES = {
     "t2t-decoder": "t2t.bin.t2t_decoder",
     "t2t-exporter": "t2t.bin.t2t_exporter",
     "t2t-serve": "t2t.bin.t2t_serve",
+    "t2t-bleu": "t2t.bin.t2t_bleu",
 }
 _FLAG_MODULES = (*BINARIES.values(), "t2t.bin.run_flags")
 

@@ -176,6 +176,9 @@ class _SpmCopy(text_problems.Text2TextProblem):
                    "targets": " ".join(words[(i + j) % len(words)] for j in range(2 + i % 3))}
 
 
+# slow: a second SentencePiece export; one with its raw-text gate runs in CI in
+#   tests/serving/test_export_ids_only.py
+@pytest.mark.slow
 def test_sentencepiece_problem_round_trips_raw_text(tmp_path):
     pytest.importorskip("tensorflow_text")
     problem = _SpmCopy()

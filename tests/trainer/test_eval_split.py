@@ -81,6 +81,8 @@ def _check_lm_metrics(results):
     assert results["bits_per_byte"] == pytest.approx(nll / math.log(2), rel=1e-5)
 
 
+# slow: two in-process runs; the binary's evaluation of the test split (below) stays in CI
+@pytest.mark.slow
 def test_dev_then_test_evaluations_are_recorded_apart(data_dir, tmp_path, capsys):
     out = tmp_path / "run"
     dev = _trainer(data_dir, out).train_and_evaluate()

@@ -52,6 +52,8 @@ def _args(root, output_dir, *extra, hparams_range="tuner_test_range"):
             "--model=transformer", "--hparams_set=transformer_test", "--hparams=batch_size=128",
             f"--hparams_range={hparams_range}", "--objective=accuracy", "--train_steps=4",
             "--local_eval_frequency=2", "--eval_steps=1", f"--data_dir={root / 'data'}",
+            # Forwarded to each trial's trainer (no TensorBoard decodes: nothing to trace).
+            "--gin_param=TrainerConfig.decode_summaries=0",
             f"--output_dir={output_dir}", *extra]
 
 

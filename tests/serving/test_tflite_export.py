@@ -5,7 +5,6 @@ t2t-exporter --format=tflite end to end."""
 
 import json
 import os
-import subprocess
 import sys
 import types
 
@@ -226,18 +225,16 @@ def test_image_classifier_gives_the_class_id(tmp_path):
     np.testing.assert_allclose(np.exp(out["log_probs"]).sum(), 1.0, rtol=1e-5)
 
 
-def _exporter(args):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, "-m", "t2t.bin.t2t_exporter", *args],
-                          capture_output=True, text=True, timeout=600, env=env)
-
-
 def test_t2t_exporter_format_tflite(trained):
+    # The exporter's main in this process (tests/helpers/binaries.py): the conversion is
+    # the same, without a TensorFlow start per run.
+    from tests.helpers.binaries import run_binary
+
     run, data_dir = trained["run"], trained["data_dir"]
-    result = _exporter([f"--output_dir={run}", f"--data_dir={data_dir}", "--format=tflite",
-                        f"--decode_hparams={GREEDY}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.splitlines()
+    result = run_binary("t2t-exporter", f"--output_dir={run}", f"--data_dir={data_dir}",
+                        "--format=tflite", f"--decode_hparams={GREEDY}")
+    assert result.code == 0, result.err[-3000:]
+    lines = result.out.splitlines()
     exported = [line.removeprefix("Exported: ") for line in lines if line.startswith("Exported: ")]
     assert len(exported) == 1 and os.path.dirname(exported[0]) == os.path.join(run, "export_tflite")
     assert os.path.exists(os.path.join(exported[0], "model.tflite"))
@@ -246,8 +243,9 @@ def test_t2t_exporter_format_tflite(trained):
     assert any(line.startswith("Latency per example: ") for line in lines)
     # The default decode settings are beam search: a clear error, nothing written.
     before = sorted(os.listdir(os.path.join(run, "export_tflite")))
-    result = _exporter([f"--output_dir={run}", f"--data_dir={data_dir}", "--format=tflite"])
-    assert result.returncode == 1
-    assert "beam_size=4: the LiteRT export decodes greedily" in result.stderr
-    assert "Traceback" not in result.stderr
+    result = run_binary("t2t-exporter", f"--output_dir={run}", f"--data_dir={data_dir}",
+                        "--format=tflite")
+    assert result.code == 1
+    assert "beam_size=4: the LiteRT export decodes greedily" in result.err
+    assert not result.traceback
     assert sorted(os.listdir(os.path.join(run, "export_tflite"))) == before

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.helpers.binaries import run_binary
-from tests.helpers.runs import assert_one_trace
+from tests.helpers.runs import NO_DECODE_SUMMARIES, assert_one_trace
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 TRAINER = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
@@ -108,8 +108,7 @@ def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
     result = _run(_args(data_dir, tmp_path / "mirrored", "--train_steps=20",
                         "--save_checkpoints_steps=10", "--local_eval_frequency=20",
                         "--cpu_devices=2", "--profile_steps=2,3", "--overfit_batches=2",
-                        # TensorBoard decodes: the chief's, the same code as on one device
-                        "--gin_param=TrainerConfig.decode_summaries=0"))
+                        NO_DECODE_SUMMARIES))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "MirroredStrategy, 2 replica(s)" in result.stdout
     assert "global batch 256 x 2 replica(s)" in result.stdout

@@ -7,6 +7,11 @@ import glob
 import os
 import pathlib
 
+# A trainer flag for runs whose evaluations need no TensorBoard decodes: the chief's
+# decodes are the same code under every strategy (tested with one device), and their
+# first trace costs ~7 CPU-s per run.
+NO_DECODE_SUMMARIES = "--gin_param=TrainerConfig.decode_summaries=0"
+
 
 def untrained_run(problem_name: str, root: pathlib.Path) -> tuple[str, str]:
     """(data_dir, output_dir): the problem's data generated under `root`, and a run of an

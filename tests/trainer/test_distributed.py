@@ -20,7 +20,7 @@ import time
 import pytest
 
 from t2t.cluster import tf_config
-from tests.helpers.runs import assert_one_trace
+from tests.helpers.runs import NO_DECODE_SUMMARIES, assert_one_trace
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 TRAINER = [sys.executable, "-m", "t2t.bin.t2t_trainer"]
@@ -39,10 +39,7 @@ def trainer_args(data_dir, output_dir, steps, *extra):
     return [f"--problem={PROBLEM}", "--model=transformer", "--hparams_set=transformer_test",
             f"--train_steps={steps}", "--log_every_steps=10", "--local_eval_frequency=1000",
             "--eval_steps=2", "--save_checkpoints_steps=10", f"--data_dir={data_dir}",
-            f"--output_dir={output_dir}",
-            # The chief's TensorBoard decodes are the same code under any strategy (tested
-            # with one device and mirrored); without them an evaluation traces no decoder.
-            "--gin_param=TrainerConfig.decode_summaries=0", *extra]
+            f"--output_dir={output_dir}", NO_DECODE_SUMMARIES, *extra]
 
 
 def run(cmd, timeout=420, env=None):

@@ -12,6 +12,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from tests.helpers.runs import NO_DECODE_SUMMARIES
+
 PROBLEM = "algorithmic_reverse_binary40_test"
 TUNER = os.path.join(os.path.dirname(sys.executable), "t2t-tuner")
 RANGES = '''
@@ -52,8 +54,7 @@ def _args(root, output_dir, *extra, hparams_range="tuner_test_range"):
             "--model=transformer", "--hparams_set=transformer_test", "--hparams=batch_size=128",
             f"--hparams_range={hparams_range}", "--objective=accuracy", "--train_steps=4",
             "--local_eval_frequency=2", "--eval_steps=1", f"--data_dir={root / 'data'}",
-            # Forwarded to each trial's trainer (no TensorBoard decodes: nothing to trace).
-            "--gin_param=TrainerConfig.decode_summaries=0",
+            NO_DECODE_SUMMARIES,  # forwarded to each trial's trainer
             f"--output_dir={output_dir}", *extra]
 
 

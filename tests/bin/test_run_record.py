@@ -97,11 +97,22 @@ def test_decoder_and_exporter_need_only_output_dir(trained):
     usr_dir = root / "code" / PACKAGE
     assert f"Code:   {usr_dir} (the t2t_usr_dir in {output_dir}/run.json)" in decoded.stderr
 
+    # The problem, model, hparams, data and code all come from the run's run.json /
+    # hparams.json.
     exported = _run("t2t-exporter", f"--output_dir={output_dir}",
                     "--decode_hparams=beam_size=1,extra_length=3")
     _assert_quiet(exported)
-    assert any(line.startswith("Exported: ") for line in exported.stdout.splitlines())
-    assert any(line.startswith("Parity check passed on ") for line in exported.stdout.splitlines())
+    lines = exported.stdout.splitlines()
+    version_dirs = [line.removeprefix("Exported: ") for line in lines if line.startswith("Exported: ")]
+    assert len(version_dirs) == 1, exported.stdout
+    assert os.path.dirname(version_dirs[0]) == os.path.join(output_dir, "export")
+    assert os.path.basename(version_dirs[0]).isdigit()
+    assert os.path.exists(os.path.join(version_dirs[0], "saved_model.pb"))
+    assert "  serve_tf_example: (examples: string[None]) -> (outputs: int64[None, None], " \
+           "scores: float32[None])" in lines
+    assert "  serving_default: (inputs: string[None]) -> (outputs: string[None], " \
+           "scores: float32[None])" in lines
+    assert any(line.startswith("Parity check passed on ") for line in lines)
 
 
 def test_a_recorded_path_that_moved_is_named_and_verbose_brings_the_chatter_back(trained):

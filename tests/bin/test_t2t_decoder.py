@@ -1,4 +1,6 @@
-"""End-to-end tests of the t2t-decoder and t2t-bleu binaries (each run as a process)."""
+"""End-to-end tests of the t2t-decoder and t2t-bleu binaries: their mains in the test
+process (tests/helpers/binaries.py: no TensorFlow start each), and a real process where
+only one shows the behaviour (stdin of the interactive mode, a shadowed package)."""
 
 import json
 import os
@@ -17,7 +19,6 @@ from tests.helpers.runs import untrained_run
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 DECODER = [sys.executable, "-m", "t2t.bin.t2t_decoder"]
-BLEU = [sys.executable, "-m", "t2t.bin.t2t_bleu"]
 FAST = "--decode_hparams=beam_size=1,batch_size=4,extra_length=3"
 
 
@@ -59,6 +60,11 @@ def _run(args, **kwargs):
     return subprocess.run(args, capture_output=True, text=True, timeout=300, **kwargs)
 
 
+def _decode(*args: str):
+    """t2t-decoder's main in this process (no TensorFlow start): code, out, err."""
+    return run_binary("t2t-decoder", *args)
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A training run's directory as t2t-trainer leaves it (run.json, hparams.json, a
@@ -72,33 +78,33 @@ def test_decode_from_file_with_reference(run_dir, tmp_path):
     source.write_bytes(b"1 0 1\n\n0 \xff 1\n" + b"1 0 " * 3000 + b"\n0 1 1 0\n")
     reference = tmp_path / "reference.txt"
     reference.write_text("1 0 1\n\n1 0\n0 1\n0 1 1 0\n")
-    result = _run([*DECODER, f"--problem={PROBLEM}", "--model=transformer",
-                   "--hparams_set=transformer_test", "--hparams=batch_size=256,max_length=12",
-                   f"--data_dir={data_dir}", f"--output_dir={output_dir}",
-                   FAST + ",write_beam_scores=True", f"--decode_from_file={source}",
-                   f"--decode_reference={reference}"])
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = _decode(f"--problem={PROBLEM}", "--model=transformer",
+                 "--hparams_set=transformer_test", "--hparams=batch_size=256,max_length=12",
+                 f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+                 FAST + ",write_beam_scores=True", f"--decode_from_file={source}",
+                 f"--decode_reference={reference}")
+    assert result.code == 0, result.err[-3000:]
     decodes = f"{source}.transformer.transformer_test.{PROBLEM}.beam1.alpha0.6.decodes"
-    assert f"Decoded 5 lines of {source}" in result.stdout and decodes in result.stdout
+    assert f"Decoded 5 lines of {source}" in result.out and decodes in result.out
     lines = open(decodes, encoding="utf-8").read().split("\n")
     assert len(lines) == 6 and lines[-1] == ""
     for line in lines[:-1]:
         text, score = line.split("\t")
         assert set(text.split()) <= {"0", "1"} and float(score) <= 0
-    assert "line 2 is empty" in result.stderr and "not valid UTF-8" in result.stderr
+    assert "line 2 is empty" in result.err and "not valid UTF-8" in result.err
     # max_input_length defaults to hparams.max_length (a decode-time override here).
-    assert "line 4 has 6000 tokens: cut to the first 12 (max_input_length)" in result.stderr
-    assert "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in result.stdout
-    assert "chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" in result.stdout
-    assert "Traceback" not in result.stderr
+    assert "line 4 has 6000 tokens: cut to the first 12 (max_input_length)" in result.err
+    assert "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" in result.out
+    assert "chrF2|nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:" in result.out
+    assert "Traceback" not in result.err
     # The scores, for scripts (the regression runner reads them).
     scores = json.loads(open(decodes + ".scores.json", encoding="utf-8").read())
     assert scores["lines"] == 5 and scores["reference"] == str(reference)
     assert 0.0 <= scores["bleu"] <= 100.0 and 0.0 <= scores["chrf"] <= 100.0
     assert scores["bleu_signature"].startswith("BLEU|nrefs:1")
-    assert f"Scores written to {decodes}.scores.json" in result.stdout
+    assert f"Scores written to {decodes}.scores.json" in result.out
     # No ROUGE where the problem does not ask for it: the output is BLEU's and chrF's only.
-    assert "ROUGE" not in result.stdout + result.stderr
+    assert "ROUGE" not in result.out + result.err
     assert set(scores) == {"bleu", "chrf", "lines", "bleu_signature", "chrf_signature",
                            "reference"}
 
@@ -117,12 +123,12 @@ def test_interactive_answers_two_lines_in_one_process(run_dir):
 
 def test_dev_set_decoding_and_errors(run_dir, tmp_path):
     data_dir, output_dir = run_dir
-    result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}", FAST,
-                   "--eval_steps=2"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "[7] inputs:" in result.stdout and "[8] inputs:" not in result.stdout
-    assert "Decoded 8 dev examples: exact match" in result.stdout
-    assert "BLEU|nrefs:1|" in result.stdout
+    result = _decode(f"--output_dir={output_dir}", f"--data_dir={data_dir}", FAST,
+                 "--eval_steps=2")
+    assert result.code == 0, result.err[-3000:]
+    assert "[7] inputs:" in result.out and "[8] inputs:" not in result.out
+    assert "Decoded 8 dev examples: exact match" in result.out
+    assert "BLEU|nrefs:1|" in result.out
     texts = {}
     for name in ("inputs", "targets", "outputs"):
         with open(os.path.join(output_dir, f"decode_dev.{name}.txt"), encoding="utf-8") as f:
@@ -188,15 +194,14 @@ def test_t2t_bleu(tmp_path):
     (tmp_path / "hyp.txt").write_text("the cat sat on the mat\nhello world\n")
     (tmp_path / "ref.txt").write_text("the cat sat on the mat\nhello world\n")
     (tmp_path / "short.txt").write_text("the cat\n")
-    result = _run([*BLEU, f"--translation={tmp_path / 'hyp.txt'}",
-                   f"--reference={tmp_path / 'ref.txt'}"])
-    assert result.returncode == 0, result.stderr
-    bleu, chrf = result.stdout.splitlines()
+    # t2t-bleu's main in this process (tests/helpers/binaries.py).
+    result = run_binary("t2t-bleu", f"--translation={tmp_path / 'hyp.txt'}",
+                        f"--reference={tmp_path / 'ref.txt'}")
+    assert result.code == 0, result.err
+    bleu, chrf = result.out.splitlines()
     assert bleu.startswith("BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
     assert " = 100.00 " in bleu and chrf.startswith("chrF2|nrefs:1|") and chrf.endswith("= 100.00")
-    # Its errors: main in this process (tests/helpers/binaries.py).
-    from tests.helpers.binaries import run_binary
-
+    # Its errors.
     mismatch = run_binary("t2t-bleu", f"--translation={tmp_path / 'short.txt'}",
                           f"--reference={tmp_path / 'ref.txt'}")
     assert mismatch.code == 1 and "1 translations but 2 references" in mismatch.err
@@ -222,7 +227,7 @@ def summary_run(tmp_path_factory):
 
 def _summary_args(summary_run):
     usr_file, data_dir, output_dir = summary_run
-    return [*DECODER, f"--t2t_usr_dir={usr_file}", f"--output_dir={output_dir}",
+    return [f"--t2t_usr_dir={usr_file}", f"--output_dir={output_dir}",
             f"--data_dir={data_dir}", FAST]
 
 
@@ -248,14 +253,14 @@ def test_rouge_of_a_summarization_problem(summary_run, tmp_path):
     # Every word of the vocabulary in each reference: a non-empty decode overlaps it.
     reference.write_text("cat sat on mat the dog ran to red house\n" * 3)
     decodes = tmp_path / "summaries.decodes"
-    result = _run([*_summary_args(summary_run), f"--decode_from_file={source}",
-                   f"--decode_to_file={decodes}", f"--decode_reference={reference}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    print(result.stdout)  # the figures, for the README (pytest -s)
-    assert "BLEU|nrefs:1|" in result.stdout and "chrF2|nrefs:1|" in result.stdout
+    result = _decode(*_summary_args(summary_run), f"--decode_from_file={source}",
+                 f"--decode_to_file={decodes}", f"--decode_reference={reference}")
+    assert result.code == 0, result.err[-3000:]
+    print(result.out)  # the figures, for the README (pytest -s)
+    assert "BLEU|nrefs:1|" in result.out and "chrF2|nrefs:1|" in result.out
     hypotheses = decodes.read_text(encoding="utf-8").splitlines()
     scores, expected = _expected_rouge(hypotheses, reference.read_text().splitlines())
-    printed, signatures = _printed_rouge(result.stdout)
+    printed, signatures = _printed_rouge(result.out)
     assert printed == expected
     assert signatures == {text_metrics.rouge_signature()}
     assert signatures.pop().startswith("nrefs:1|tok:default|stem:porter|agg:mean|version:")
@@ -268,14 +273,14 @@ def test_rouge_of_a_summarization_problem(summary_run, tmp_path):
     assert record["rouge_signature"] == text_metrics.rouge_signature() and record["lines"] == 3
 
     # The dev set: ROUGE of the outputs written against the targets written.
-    dev = _run([*_summary_args(summary_run), "--eval_steps=1"])
-    assert dev.returncode == 0, dev.stderr[-3000:]
+    dev = _decode(*_summary_args(summary_run), "--eval_steps=1")
+    assert dev.code == 0, dev.err[-3000:]
     outputs, targets = (
         open(os.path.join(summary_run[2], f"decode_dev.{name}.txt"), encoding="utf-8")
         .read().splitlines() for name in ("outputs", "targets"))
     assert targets == ["cat ran to dog", "dog sat on cat"]
-    assert _printed_rouge(dev.stdout)[0] == _expected_rouge(outputs, targets)[1]
-    assert "Traceback" not in result.stderr + dev.stderr
+    assert _printed_rouge(dev.out)[0] == _expected_rouge(outputs, targets)[1]
+    assert "Traceback" not in result.err + dev.err
 
 
 # slow: two decoder starts for the missing-package message
@@ -289,7 +294,7 @@ def test_rouge_without_rouge_score_installed(summary_run, tmp_path):
     env = {**os.environ, "PYTHONPATH": path}
     (tmp_path / "in.txt").write_text("the cat\n")
     decodes = tmp_path / "out.decodes"
-    failed = _run([*_summary_args(summary_run), f"--decode_from_file={tmp_path / 'in.txt'}",
+    failed = _run([*DECODER, *_summary_args(summary_run), f"--decode_from_file={tmp_path / 'in.txt'}",
                    f"--decode_to_file={decodes}", f"--decode_reference={tmp_path / 'in.txt'}"],
                   env=env)
     message = "ROUGE needs rouge_score, which is not installed: pip install 't2t[summarization]'"
@@ -297,7 +302,7 @@ def test_rouge_without_rouge_score_installed(summary_run, tmp_path):
     assert failed.stderr.strip().splitlines()[-1] == f"error: {message}", failed.stderr[-3000:]
     assert not decodes.exists()  # refused before decoding
     # Dev decodes are still written and scored with BLEU; ROUGE is skipped with a note.
-    dev = _run([*_summary_args(summary_run), "--eval_steps=1"], env=env)
+    dev = _run([*DECODER, *_summary_args(summary_run), "--eval_steps=1"], env=env)
     assert dev.returncode == 0, dev.stderr[-3000:]
     assert "BLEU|nrefs:1|" in dev.stdout and "ROUGE-" not in dev.stdout
     assert f"note: ROUGE skipped: {message}" in dev.stderr

@@ -75,11 +75,12 @@ def test_rerun_skips_finished_shards(generated):
 
 
 def test_inspect_shows_decoded_examples_and_lengths(generated):
+    # --inspect and --dump_text: main in this process, no TensorFlow start each.
     data_dir, _ = generated
-    result = datagen(f"--problem={PROBLEM}", f"--data_dir={data_dir}", "--inspect",
-                     "--inspect_examples=3")
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
+    result = run_binary("t2t-datagen", f"--problem={PROBLEM}", f"--data_dir={data_dir}",
+                        "--inspect", "--inspect_examples=3")
+    assert result.code == 0, result.err[-3000:]
+    out = result.out
     assert f"{PROBLEM} [train]: 1,000 examples" in out
     assert "Generating" not in out  # --inspect does not generate
     inputs = re.findall(r"^\s+inputs: '((?:[01] )+<EOS>)'", out, re.M)
@@ -100,18 +101,18 @@ def test_inspect_shows_decoded_examples_and_lengths(generated):
 def test_dump_text_writes_a_split_as_lines(generated, tmp_path):
     data_dir, _ = generated
     prefix = tmp_path / "dev"
-    result = datagen(f"--problem={PROBLEM}", f"--data_dir={data_dir}", "--inspect_split=dev",
-                     f"--dump_text={prefix}")
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_binary("t2t-datagen", f"--problem={PROBLEM}", f"--data_dir={data_dir}",
+                        "--inspect_split=dev", f"--dump_text={prefix}")
+    assert result.code == 0, result.err[-3000:]
     assert f"{PROBLEM} [dev]: wrote 100 examples to {prefix}.inputs, {prefix}.targets" \
-        in result.stdout
+        in result.out
     inputs = (tmp_path / "dev.inputs").read_text().splitlines()
     targets = (tmp_path / "dev.targets").read_text().splitlines()
     assert len(inputs) == len(targets) == 100
     assert all(t.split() == i.split()[::-1] for i, t in zip(inputs, targets, strict=True))
-    both = datagen(f"--problem={PROBLEM},{PROBLEM}", f"--data_dir={data_dir}",
-                   f"--dump_text={prefix}")
-    assert both.returncode != 0 and "run once per problem" in both.stderr
+    both = run_binary("t2t-datagen", f"--problem={PROBLEM},{PROBLEM}",
+                      f"--data_dir={data_dir}", f"--dump_text={prefix}")
+    assert both.code != 0 and "run once per problem" in both.err
 
 
 # Flag errors: main in this process (tests/helpers/binaries.py), no TensorFlow start each.

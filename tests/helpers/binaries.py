@@ -25,6 +25,7 @@ BINARIES = {
     "t2t-exporter": "t2t.bin.t2t_exporter",
     "t2t-serve": "t2t.bin.t2t_serve",
     "t2t-bleu": "t2t.bin.t2t_bleu",
+    "t2t-tuner": "t2t.bin.t2t_tuner",
 }
 _FLAG_MODULES = (*BINARIES.values(), "t2t.bin.run_flags")
 

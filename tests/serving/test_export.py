@@ -98,6 +98,9 @@ def test_layout_assets_and_info(exported):
         assert json.load(f)["hidden_size"] == 16
 
 
+# slow: one more TensorFlow start (~11 s in CI) for a listing; both signatures are run
+#   through saved_model_cli below and their specs checked in t2t_export.json above
+@pytest.mark.slow
 def test_saved_model_cli_show_lists_both_signatures(exported):
     result = _run([*_saved_model_cli(), "show", "--dir", exported["dir"], "--all"])
     assert result.returncode == 0, result.stderr[-3000:]

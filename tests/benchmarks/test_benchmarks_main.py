@@ -91,6 +91,9 @@ REVNET_MEMORY = {
 def fakes(monkeypatch):
     """Fake mains for every benchmark; returns the (name, argv) calls in order."""
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)  # the suite sets it
+    # Nothing to release between fakes; in a test process that has built many models,
+    # keras' clear_session and a full gc.collect cost ~2 s per benchmark.
+    monkeypatch.setattr(suite, "_release_memory", lambda: None)
     calls = []
     results = {"training": training_result(), "resnet": RESNET, "input_pipeline": PIPELINE,
                "decoding": DECODING,

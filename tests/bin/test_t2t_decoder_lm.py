@@ -1,5 +1,5 @@
-"""t2t-decoder on a language model, as a process: prompts, seeded sampling, scoring,
-another split, and the messages for bad requests."""
+"""t2t-decoder on a language model (as a process, and its main in the test process):
+prompts, seeded sampling, scoring, another split, and the messages for bad requests."""
 
 import json
 import subprocess
@@ -30,11 +30,18 @@ def test_prompts_sample_the_same_text_twice_and_scores_give_bits_per_byte(lm_run
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("1 0 1 |\n\n0 0\n")
     outputs = []
+    # Once as a process and once in this one (tests/helpers/binaries.py): the seed gives
+    # the same samples in both.
     for i in range(2):
         out = tmp_path / f"out{i}.txt"
-        result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}", SAMPLE,
-                       f"--decode_from_file={prompts}", f"--decode_to_file={out}"])
-        assert result.returncode == 0, result.stderr[-3000:]
+        args = [f"--output_dir={output_dir}", f"--data_dir={data_dir}", SAMPLE,
+                f"--decode_from_file={prompts}", f"--decode_to_file={out}"]
+        if i == 0:
+            result = _run([*DECODER, *args])
+            assert result.returncode == 0, result.stderr[-3000:]
+        else:
+            result = run_binary("t2t-decoder", *args)
+            assert result.code == 0, result.err[-3000:]
         outputs.append(out.read_text())
     assert outputs[0] == outputs[1]
     lines = outputs[0].splitlines()
@@ -42,10 +49,10 @@ def test_prompts_sample_the_same_text_twice_and_scores_give_bits_per_byte(lm_run
 
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("1 0 | 0 1\n1 1 1 | 1 1 1\n")
-    result = _run([*DECODER, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
-                   f"--score_file={heldout}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "bits_per_byte" in result.stdout and "perplexity" in result.stdout
+    result = run_binary("t2t-decoder", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                        f"--score_file={heldout}")
+    assert result.code == 0, result.err[-3000:]
+    assert "bits_per_byte" in result.out and "perplexity" in result.out
     scores = (tmp_path / "heldout.txt.scores").read_text().splitlines()
     assert len(scores) == 2 and all(float(s) < 0 for s in scores)
     corpus = json.loads((tmp_path / "heldout.txt.scores.json").read_text())
@@ -57,7 +64,7 @@ def test_bad_requests_get_one_clear_line(lm_run, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     flags = [f"--output_dir={output_dir}", f"--data_dir={data_dir}"]
-    # The refusals in this process (no TensorFlow start each); the decode as a process.
+    # In this process (no TensorFlow start each).
     refused = run_binary("t2t-decoder", *flags, f"--decode_from_file={empty}")
     assert refused.code == 1 and "is empty: nothing to decode" in refused.err
     both = run_binary("t2t-decoder", *flags, f"--score_file={empty}", "--decode_interactive")
@@ -67,6 +74,6 @@ def test_bad_requests_get_one_clear_line(lm_run, tmp_path):
     empty_score = run_binary("t2t-decoder", *flags, f"--score_file={empty}")
     assert empty_score.code == 1 and "has no lines to score" in empty_score.err
     assert not any(r.traceback for r in (refused, both, split, empty_score))
-    dev = _run([*DECODER, *flags, "--decode_split=dev", "--eval_steps=1",
-                "--decode_hparams=beam_size=1,batch_size=2,max_new_tokens=4"])
-    assert dev.returncode == 0 and "Decoded 2 dev examples" in dev.stdout
+    dev = run_binary("t2t-decoder", *flags, "--decode_split=dev", "--eval_steps=1",
+                     "--decode_hparams=beam_size=1,batch_size=2,max_new_tokens=4")
+    assert dev.code == 0 and "Decoded 2 dev examples" in dev.out

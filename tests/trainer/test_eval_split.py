@@ -6,7 +6,6 @@ import glob
 import math
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 
@@ -18,6 +17,7 @@ from t2t.hparams.basic import create_hparams
 from t2t.problems import problem as problem_lib
 from t2t.trainer import run_dir
 from t2t.trainer.trainer import Trainer
+from tests.helpers.binaries import run_binary
 
 PROBLEM = "tiny_byte_lm_with_test_split"
 USR_MODULE = textwrap.dedent('''
@@ -43,7 +43,6 @@ USR_MODULE = textwrap.dedent('''
                 yield {"targets": text}
 ''').replace("PROBLEM_NAME", PROBLEM)
 HPARAMS = "batch_size=256,learning_rate_warmup_steps=10"
-TRAINER = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +133,13 @@ def test_a_split_never_generated_gives_the_data_missing_message(data_dir, tmp_pa
 def test_the_binary_evaluates_the_test_split_of_a_trained_run(usr_file, data_dir, tmp_path):
     out = tmp_path / "run"
     _trainer(data_dir, out).train()
-    args = [TRAINER, f"--t2t_usr_dir={usr_file}", f"--problem={PROBLEM}", "--model=transformer",
+    # The binary's main in this process (tests/helpers/binaries.py): no TensorFlow start.
+    args = [f"--t2t_usr_dir={usr_file}", f"--problem={PROBLEM}", "--model=transformer",
             "--hparams_set=transformer_test", f"--hparams={HPARAMS}", f"--data_dir={data_dir}",
             f"--output_dir={out}", "--schedule=evaluate", "--eval_steps=0", "--train_steps=10"]
-    result = subprocess.run(args + ["--eval_split=test"], capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    line = next(line for line in result.stdout.splitlines() if line.startswith("eval step"))
+    result = run_binary("t2t-trainer", *args, "--eval_split=test")
+    assert result.code == 0, result.err[-3000:]
+    line = next(line for line in result.out.splitlines() if line.startswith("eval step"))
     assert line.startswith("eval step 10 on test: ")
     values = dict(zip(line.split(": ", 1)[1].split()[0:-2:2],
                       map(float, line.split(": ", 1)[1].split()[1:-2:2]), strict=True))
@@ -148,7 +147,6 @@ def test_the_binary_evaluates_the_test_split_of_a_trained_run(usr_file, data_dir
     assert values["bits_per_byte"] == pytest.approx(
         -values["neg_log_perplexity"] / math.log(2), abs=2e-4)
     assert run_dir.read_eval_results(str(out), split="test")[0]["step"] == 10
-    bad = subprocess.run(args + ["--eval_split=validation"], capture_output=True, text=True,
-                         timeout=600)
-    assert bad.returncode == 1 and "Traceback" not in bad.stderr
-    assert "no split 'validation': its splits are train, dev, test" in bad.stderr
+    bad = run_binary("t2t-trainer", *args, "--eval_split=validation")
+    assert bad.code == 1 and not bad.traceback
+    assert "no split 'validation': its splits are train, dev, test" in bad.err

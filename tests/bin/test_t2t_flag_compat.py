@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from t2t.bin import t2t_flag_compat as compat
+from tests.helpers.binaries import Result, run_entry
 from tests.helpers.runs import untrained_run
 
 BIN = os.path.dirname(sys.executable)
@@ -32,10 +33,11 @@ def _run(args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(args, capture_output=True, text=True, timeout=300, **kwargs)
 
 
-def _notes(result: subprocess.CompletedProcess) -> list[str]:
-    assert "Unknown command line flag" not in result.stderr, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    return [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+def _notes(result: subprocess.CompletedProcess | Result) -> list[str]:
+    err = result.err if isinstance(result, Result) else result.stderr
+    assert "Unknown command line flag" not in err, err[-2000:]
+    assert "Traceback" not in err, err[-3000:]
+    return [line for line in err.splitlines() if line.startswith("note: ")]
 
 
 @pytest.fixture(scope="module")
@@ -99,12 +101,12 @@ def test_decoder_ignores_training_flags_and_decodes(run_dir, tmp_path):
     data_dir, output_dir = run_dir
     source = tmp_path / "source.txt"
     source.write_text("1 0 1\n0 0 1\n")
-    result = _run([os.path.join(BIN, "t2t-decoder"), f"--output_dir={output_dir}",
+    result = run_entry("t2t-decoder", f"--output_dir={output_dir}",
                    f"--data_dir={data_dir}", FAST, f"--decode_from_file={source}",
                    f"--decode_to_file={tmp_path / 'out.txt'}", *SHARED, "--random_seed=7",
-                   "--eval_use_test_set", "--eval_steps=5", "--nouse_tpu"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Decoded 2 lines of {source}" in result.stdout
+                   "--eval_use_test_set", "--eval_steps=5", "--nouse_tpu")
+    assert result.code == 0, result.err[-3000:]
+    assert f"Decoded 2 lines of {source}" in result.out
     assert _notes(result) == [
         "note: t2t-decoder ignores --eval_use_test_set with --decode_from_file (not in t2t; "
         "use t2t-trainer --eval_split=test or t2t-decoder --decode_split=test)",
@@ -120,10 +122,10 @@ def test_decoder_ignores_training_flags_and_decodes(run_dir, tmp_path):
 
 def test_decoder_applies_eval_use_test_set_to_the_split_it_decodes(run_dir):
     data_dir, output_dir = run_dir
-    result = _run([os.path.join(BIN, "t2t-decoder"), f"--output_dir={output_dir}",
-                   f"--data_dir={data_dir}", FAST, "--eval_use_test_set"])
+    result = run_entry("t2t-decoder", f"--output_dir={output_dir}",
+                   f"--data_dir={data_dir}", FAST, "--eval_use_test_set")
     # The problem has train and dev splits only: the test split it now asks for is missing.
-    assert result.returncode == 1 and result.stderr.splitlines()[-1] == (
+    assert result.code == 1 and result.err.splitlines()[-1] == (
         f"error: Problem '{PROBLEM}' has no split 'test': its splits are train, dev.")
     assert _notes(result) == [
         "note: --eval_use_test_set is not in t2t; applied as --decode_split=test"]
@@ -131,29 +133,27 @@ def test_decoder_applies_eval_use_test_set_to_the_split_it_decodes(run_dir):
 
 def test_trainer_accepts_shared_flags_through_common_flags(run_dir, tmp_path):
     data_dir, _ = run_dir
-    driver = ("from t2t.bin import common_flags, t2t_trainer\n"
-              "common_flags.accept_shared_flags('t2t-trainer')\nt2t_trainer.run()")
-    result = _run([sys.executable, "-c", driver, f"--problem={PROBLEM}", "--model=transformer",
+    result = run_entry("t2t-trainer", f"--problem={PROBLEM}", "--model=transformer",
                    "--hparams_set=transformer_test", f"--data_dir={data_dir}",
                    f"--output_dir={tmp_path / 'run'}", "--dry_run", FAST,
                    "--save_checkpoints_secs=600", "--eval_use_test_set",
-                   "--log_step_count_steps=7", "--log_every_steps=3", "--problems=x"])
-    assert result.returncode == 0, result.stderr[-3000:]
+                   "--log_step_count_steps=7", "--log_every_steps=3", "--problems=x")
+    assert result.code == 0, result.err[-3000:]
     assert _notes(result) == [
         "note: t2t-trainer ignores --decode_hparams (decoding settings are t2t-decoder's)",
         "note: --eval_use_test_set is not in t2t; applied as --eval_split=test",
         "note: --log_step_count_steps is not in t2t; ignored, as --log_every_steps is given",
         "note: --problems is not in t2t; ignored, as --problem is given", DROPPED]
-    assert "'eval_split': 'test'" in result.stdout and "'log_every_steps': 3" in result.stdout
+    assert "'eval_split': 'test'" in result.out and "'log_every_steps': 3" in result.out
 
 
 def test_datagen_generates_and_notes_what_it_ignores(tmp_path):
-    result = _run([os.path.join(BIN, "t2t-datagen"), f"--problem={PROBLEM}",
+    result = run_entry("t2t-datagen", f"--problem={PROBLEM}",
                    f"--data_dir={tmp_path / 'data'}", "--max_cases=3", "--noprogress",
                    "--model=transformer", "--random_seed=1", *SHARED[:-1],
-                   f"--tmp_dir={tmp_path / 'tmp'}"])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"{PROBLEM}: done" in result.stdout and (tmp_path / "data").is_dir()
+                   f"--tmp_dir={tmp_path / 'tmp'}")
+    assert result.code == 0, result.err[-3000:]
+    assert f"{PROBLEM}: done" in result.out and (tmp_path / "data").is_dir()
     assert _notes(result) == [
         "note: t2t-datagen ignores --model (it only prepares data)",
         "note: t2t-datagen ignores --random_seed (each problem's generator has a fixed seed)",
@@ -164,10 +164,10 @@ def test_datagen_generates_and_notes_what_it_ignores(tmp_path):
 
 def test_exporter_fails_for_its_own_reason(tmp_path):
     missing = tmp_path / "no_run"
-    result = _run([os.path.join(BIN, "t2t-exporter"), f"--output_dir={missing}", *SHARED,
-                   "--decode_hparams=beam_size=2", "--data_mirror=/m"])
-    assert result.returncode == 1
-    assert result.stderr.splitlines()[-1].startswith(
+    result = run_entry("t2t-exporter", f"--output_dir={missing}", *SHARED,
+                   "--decode_hparams=beam_size=2", "--data_mirror=/m")
+    assert result.code == 1
+    assert result.err.splitlines()[-1].startswith(
         f"error: --problem, --model, --hparams_set required ({missing} holds no run.json")
     assert _notes(result) == [
         "note: t2t-exporter ignores --data_mirror (no data is generated here)", DROPPED,
@@ -177,11 +177,11 @@ def test_exporter_fails_for_its_own_reason(tmp_path):
 
 
 def test_tuner_applies_autotune_flags(tmp_path):
-    result = _run([os.path.join(BIN, "t2t-tuner"), f"--problem={PROBLEM}", "--model=m",
+    result = run_entry("t2t-tuner", f"--problem={PROBLEM}", "--model=m",
                    "--hparams_set=h", "--hparams_range=no_such_range", "--objective=accuracy",
                    "--autotune_max_trials=3", "--autotune_parallel_trials=2", "--num_trials=4",
-                   "--schedule=train", "--use_tpu", *SHARED])
-    assert result.returncode == 1 and "Unknown ranged_hparams 'no_such_range'" in result.stderr
+                   "--schedule=train", "--use_tpu", *SHARED)
+    assert result.code == 1 and "Unknown ranged_hparams 'no_such_range'" in result.err
     assert _notes(result) == [
         "note: --autotune_max_trials is not in t2t; ignored, as --num_trials is given",
         "note: --autotune_parallel_trials is not in t2t; applied as --parallel_trials=2",
@@ -194,10 +194,10 @@ def test_tuner_applies_autotune_flags(tmp_path):
 def test_bleu_scores_and_notes_its_ignored_flags(tmp_path):
     text = tmp_path / "a.txt"
     text.write_text("the cat sat on the mat\n")
-    result = _run([os.path.join(BIN, "t2t-bleu"), f"--translation={text}",
-                   f"--reference={text}", "--gin_param=a.b=1", "--hparams_set=h", *SHARED])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith("BLEU") and "100.0" in result.stdout
+    result = run_entry("t2t-bleu", f"--translation={text}",
+                   f"--reference={text}", "--gin_param=a.b=1", "--hparams_set=h", *SHARED)
+    assert result.code == 0, result.err[-3000:]
+    assert result.out.startswith("BLEU") and "100.0" in result.out
     assert _notes(result)[:2] == [
         "note: t2t-bleu ignores --gin_param (no user code or gin config is loaded here)",
         "note: t2t-bleu ignores --hparams_set (no problem or model is loaded here)"]
@@ -206,10 +206,10 @@ def test_bleu_scores_and_notes_its_ignored_flags(tmp_path):
 
 def test_avg_all_averages_and_notes_its_ignored_flags(run_dir, tmp_path):
     _, output_dir = run_dir
-    result = _run([os.path.join(BIN, "t2t-avg-all"), f"--model_dir={output_dir}",
-                   f"--output_dir={tmp_path / 'avg'}", "--n=1", "--problem=p", *SHARED])
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "Averaged 1 checkpoint(s)" in result.stdout
+    result = run_entry("t2t-avg-all", f"--model_dir={output_dir}",
+                   f"--output_dir={tmp_path / 'avg'}", "--n=1", "--problem=p", *SHARED)
+    assert result.code == 0, result.err[-3000:]
+    assert "Averaged 1 checkpoint(s)" in result.out
     assert _notes(result)[0] == "note: t2t-avg-all ignores --problem (no problem or model is " \
                                 "loaded here)"
 

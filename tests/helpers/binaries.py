@@ -1,5 +1,6 @@
-"""A t2t binary's main run in the test's own process: stdout, stderr and absl
-warnings captured, the exit status as app.run would give it.
+"""A t2t binary's main (run_binary), or its whole console-script entry point with
+Tensor2Tensor's shared flags (run_entry), run in the test's own process: stdout, stderr
+and absl warnings captured, the exit status as app.run would give it.
 
 TensorFlow is imported once per test process instead of once per binary start (about
 6 s on 2 cores), which is what makes the many flag-error and bad-input checks cheap.
@@ -26,6 +27,7 @@ BINARIES = {
     "t2t-serve": "t2t.bin.t2t_serve",
     "t2t-bleu": "t2t.bin.t2t_bleu",
     "t2t-tuner": "t2t.bin.t2t_tuner",
+    "t2t-avg-all": "t2t.bin.t2t_avg_all",
 }
 _FLAG_MODULES = (*BINARIES.values(), "t2t.bin.run_flags")
 
@@ -72,17 +74,27 @@ class _Collect(logging.Handler):
         self.lines.append(f"{record.levelname}: {record.getMessage()}")
 
 
-def run_binary(binary: str, *args: str) -> Result:
-    """Runs `binary`'s main with the flags `args` in this process.
-
-    An exception that main lets through is returned as absl's app.run would show it:
-    status 1 and a traceback on stderr."""
+def _forget_shared_flags() -> None:
+    """Removes the shared flags t2t_flag_compat defined for the last entry point run here
+    (the next binary may define one of them itself) and its record of that binary."""
     from absl import flags
 
-    module = load_binary(BINARIES[binary])
+    from t2t.bin import t2t_flag_compat as compat
+
+    for name in list(compat._defined):
+        if name in flags.FLAGS:
+            delattr(flags.FLAGS, name)
+    compat._defined.clear()
+    compat._pending.clear()
+    compat._binary = None
+
+
+def _call(binary: str, call) -> Result:
+    """Runs `call()` with stdout, stderr and absl warnings captured; the exit status as
+    absl's app.run would give it (an exception: status 1 and a traceback on stderr)."""
+    from absl import flags
+
     values = flags.FLAGS
-    values.unparse_flags()
-    argv = values([binary, *args])
     out, err, warnings = io.StringIO(), io.StringIO(), []
     handler = _Collect(warnings)
     absl_logger = logging.getLogger("absl")
@@ -91,7 +103,7 @@ def run_binary(binary: str, *args: str) -> Result:
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                module.main(argv)
+                call()
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             except Exception:  # what app.run would print before exiting with 1
@@ -99,6 +111,40 @@ def run_binary(binary: str, *args: str) -> Result:
                 code = 1
     finally:
         absl_logger.removeHandler(handler)
+        _forget_shared_flags()
         values.unparse_flags()
         values([binary])  # parsed, all defaults: nothing leaks into the next run
     return Result(code, out.getvalue(), err.getvalue() + "".join(w + "\n" for w in warnings))
+
+
+def run_binary(binary: str, *args: str) -> Result:
+    """Runs `binary`'s main with the flags `args` in this process."""
+    from absl import flags
+
+    _forget_shared_flags()
+    module = load_binary(BINARIES[binary])
+    values = flags.FLAGS
+    values.unparse_flags()
+    argv = values([binary, *args])
+    return _call(binary, lambda: module.main(argv))
+
+
+def run_entry(binary: str, *args: str) -> Result:
+    """Runs `binary`'s console-script entry point (its `run()`: Tensor2Tensor's shared
+    flags accepted, t2t's --help, absl's app.run) with the command line `args`, in this
+    process."""
+    from absl import flags
+
+    _forget_shared_flags()
+    module = load_binary(BINARIES[binary])
+    flags.FLAGS.unparse_flags()
+
+    def call() -> None:
+        saved = sys.argv
+        sys.argv = [binary, *args]
+        try:
+            module.run()
+        finally:
+            sys.argv = saved
+
+    return _call(binary, call)

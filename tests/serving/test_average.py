@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -17,6 +15,7 @@ from t2t.models import checkpoints, t2t_model, variable_names
 from t2t.models.t2t_model import example_features
 from t2t.problems import problem as problem_lib
 from t2t.serving import average
+from tests.helpers.binaries import run_binary
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 
@@ -100,14 +99,11 @@ def test_a_relative_run_directory_is_found(two_checkpoints, monkeypatch):
 def test_t2t_avg_all_binary(two_checkpoints, tmp_path):
     run, _ = two_checkpoints
     out = tmp_path / "avg"
-    result = subprocess.run(
-        [sys.executable, "-m", "t2t.bin.t2t_avg_all", f"--model_dir={run}", f"--output_dir={out}",
-         "--n=8"], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert f"Averaged 2 checkpoint(s) of {run} (ckpt-10, ckpt-20) into {out}/ckpt-20" in result.stdout
-    assert "only 2 checkpoint(s)" in result.stderr
-    empty = subprocess.run(
-        [sys.executable, "-m", "t2t.bin.t2t_avg_all", f"--model_dir={tmp_path / 'none'}"],
-        capture_output=True, text=True, timeout=300)
-    assert empty.returncode == 1 and "error: no checkpoint in" in empty.stderr
-    assert "Traceback" not in empty.stderr
+    # The binary's main in this process (tests/helpers/binaries.py): no TensorFlow start.
+    result = run_binary("t2t-avg-all", f"--model_dir={run}", f"--output_dir={out}", "--n=8")
+    assert result.code == 0, result.err[-3000:]
+    assert f"Averaged 2 checkpoint(s) of {run} (ckpt-10, ckpt-20) into {out}/ckpt-20" in result.out
+    assert "only 2 checkpoint(s)" in result.err
+    empty = run_binary("t2t-avg-all", f"--model_dir={tmp_path / 'none'}")
+    assert empty.code == 1 and "error: no checkpoint in" in empty.err
+    assert not empty.traceback

@@ -102,9 +102,9 @@ def test_decoder_ignores_training_flags_and_decodes(run_dir, tmp_path):
     source = tmp_path / "source.txt"
     source.write_text("1 0 1\n0 0 1\n")
     result = run_entry("t2t-decoder", f"--output_dir={output_dir}",
-                   f"--data_dir={data_dir}", FAST, f"--decode_from_file={source}",
-                   f"--decode_to_file={tmp_path / 'out.txt'}", *SHARED, "--random_seed=7",
-                   "--eval_use_test_set", "--eval_steps=5", "--nouse_tpu")
+                       f"--data_dir={data_dir}", FAST, f"--decode_from_file={source}",
+                       f"--decode_to_file={tmp_path / 'out.txt'}", *SHARED, "--random_seed=7",
+                       "--eval_use_test_set", "--eval_steps=5", "--nouse_tpu")
     assert result.code == 0, result.err[-3000:]
     assert f"Decoded 2 lines of {source}" in result.out
     assert _notes(result) == [
@@ -123,7 +123,7 @@ def test_decoder_ignores_training_flags_and_decodes(run_dir, tmp_path):
 def test_decoder_applies_eval_use_test_set_to_the_split_it_decodes(run_dir):
     data_dir, output_dir = run_dir
     result = run_entry("t2t-decoder", f"--output_dir={output_dir}",
-                   f"--data_dir={data_dir}", FAST, "--eval_use_test_set")
+                       f"--data_dir={data_dir}", FAST, "--eval_use_test_set")
     # The problem has train and dev splits only: the test split it now asks for is missing.
     assert result.code == 1 and result.err.splitlines()[-1] == (
         f"error: Problem '{PROBLEM}' has no split 'test': its splits are train, dev.")
@@ -134,10 +134,10 @@ def test_decoder_applies_eval_use_test_set_to_the_split_it_decodes(run_dir):
 def test_trainer_accepts_shared_flags_through_common_flags(run_dir, tmp_path):
     data_dir, _ = run_dir
     result = run_entry("t2t-trainer", f"--problem={PROBLEM}", "--model=transformer",
-                   "--hparams_set=transformer_test", f"--data_dir={data_dir}",
-                   f"--output_dir={tmp_path / 'run'}", "--dry_run", FAST,
-                   "--save_checkpoints_secs=600", "--eval_use_test_set",
-                   "--log_step_count_steps=7", "--log_every_steps=3", "--problems=x")
+                       "--hparams_set=transformer_test", f"--data_dir={data_dir}",
+                       f"--output_dir={tmp_path / 'run'}", "--dry_run", FAST,
+                       "--save_checkpoints_secs=600", "--eval_use_test_set",
+                       "--log_step_count_steps=7", "--log_every_steps=3", "--problems=x")
     assert result.code == 0, result.err[-3000:]
     assert _notes(result) == [
         "note: t2t-trainer ignores --decode_hparams (decoding settings are t2t-decoder's)",
@@ -149,9 +149,9 @@ def test_trainer_accepts_shared_flags_through_common_flags(run_dir, tmp_path):
 
 def test_datagen_generates_and_notes_what_it_ignores(tmp_path):
     result = run_entry("t2t-datagen", f"--problem={PROBLEM}",
-                   f"--data_dir={tmp_path / 'data'}", "--max_cases=3", "--noprogress",
-                   "--model=transformer", "--random_seed=1", *SHARED[:-1],
-                   f"--tmp_dir={tmp_path / 'tmp'}")
+                       f"--data_dir={tmp_path / 'data'}", "--max_cases=3", "--noprogress",
+                       "--model=transformer", "--random_seed=1", *SHARED[:-1],
+                       f"--tmp_dir={tmp_path / 'tmp'}")
     assert result.code == 0, result.err[-3000:]
     assert f"{PROBLEM}: done" in result.out and (tmp_path / "data").is_dir()
     assert _notes(result) == [
@@ -165,7 +165,7 @@ def test_datagen_generates_and_notes_what_it_ignores(tmp_path):
 def test_exporter_fails_for_its_own_reason(tmp_path):
     missing = tmp_path / "no_run"
     result = run_entry("t2t-exporter", f"--output_dir={missing}", *SHARED,
-                   "--decode_hparams=beam_size=2", "--data_mirror=/m")
+                       "--decode_hparams=beam_size=2", "--data_mirror=/m")
     assert result.code == 1
     assert result.err.splitlines()[-1].startswith(
         f"error: --problem, --model, --hparams_set required ({missing} holds no run.json")
@@ -178,9 +178,9 @@ def test_exporter_fails_for_its_own_reason(tmp_path):
 
 def test_tuner_applies_autotune_flags(tmp_path):
     result = run_entry("t2t-tuner", f"--problem={PROBLEM}", "--model=m",
-                   "--hparams_set=h", "--hparams_range=no_such_range", "--objective=accuracy",
-                   "--autotune_max_trials=3", "--autotune_parallel_trials=2", "--num_trials=4",
-                   "--schedule=train", "--use_tpu", *SHARED)
+                       "--hparams_set=h", "--hparams_range=no_such_range", "--objective=accuracy",
+                       "--autotune_max_trials=3", "--autotune_parallel_trials=2", "--num_trials=4",
+                       "--schedule=train", "--use_tpu", *SHARED)
     assert result.code == 1 and "Unknown ranged_hparams 'no_such_range'" in result.err
     assert _notes(result) == [
         "note: --autotune_max_trials is not in t2t; ignored, as --num_trials is given",
@@ -195,7 +195,7 @@ def test_bleu_scores_and_notes_its_ignored_flags(tmp_path):
     text = tmp_path / "a.txt"
     text.write_text("the cat sat on the mat\n")
     result = run_entry("t2t-bleu", f"--translation={text}",
-                   f"--reference={text}", "--gin_param=a.b=1", "--hparams_set=h", *SHARED)
+                       f"--reference={text}", "--gin_param=a.b=1", "--hparams_set=h", *SHARED)
     assert result.code == 0, result.err[-3000:]
     assert result.out.startswith("BLEU") and "100.0" in result.out
     assert _notes(result)[:2] == [
@@ -207,7 +207,7 @@ def test_bleu_scores_and_notes_its_ignored_flags(tmp_path):
 def test_avg_all_averages_and_notes_its_ignored_flags(run_dir, tmp_path):
     _, output_dir = run_dir
     result = run_entry("t2t-avg-all", f"--model_dir={output_dir}",
-                   f"--output_dir={tmp_path / 'avg'}", "--n=1", "--problem=p", *SHARED)
+                       f"--output_dir={tmp_path / 'avg'}", "--n=1", "--problem=p", *SHARED)
     assert result.code == 0, result.err[-3000:]
     assert "Averaged 1 checkpoint(s)" in result.out
     assert _notes(result)[0] == "note: t2t-avg-all ignores --problem (no problem or model is " \

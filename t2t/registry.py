@@ -290,8 +290,30 @@ def _family_of(name: str) -> ProblemFamily | None:
     return max(matching, key=lambda f: len(f.prefix), default=None)
 
 
+_problem_combinators: dict[str, ProblemFamily] = {}
+
+
+def register_problem_combinator(
+    separator: str, make_problem: Callable[[str], Any], make_class: Callable[[str], type]
+) -> None:
+    """Claims the problem names that contain `separator` (e.g. "+": several problems
+    trained as one, registered by t2t.problems.multi_problem at discovery):
+    `make_problem(name)` builds the Problem, `make_class(name)` gives its class."""
+    _problem_combinators[separator] = ProblemFamily(separator, make_problem, make_class)
+
+
+def _combinator_of(name: str) -> ProblemFamily | None:
+    if name in _problems:  # runs discovery, which registers the built-in combinators
+        return None
+    return next((c for sep, c in _problem_combinators.items() if sep in name), None)
+
+
 def problem(name: str) -> Any:
-    """A Problem instance by name; the `_rev` suffix swaps inputs and targets."""
+    """A Problem instance by name; the `_rev` suffix swaps inputs and targets. Names
+    joined by "+" are one multi-problem of those tasks (t2t.problems.multi_problem)."""
+    combinator = _combinator_of(name)
+    if combinator is not None:
+        return combinator.make_problem(name)
     base, was_reversed = parse_problem_name(name)
     family = _family_of(base)
     if family is not None:  # e.g. any TFDS data set: tfds_<name>[__<config>]
@@ -301,6 +323,9 @@ def problem(name: str) -> Any:
 
 def problem_class(name: str) -> type:
     """The registered Problem class (without `_rev` handling)."""
+    combinator = _combinator_of(name)
+    if combinator is not None:
+        return combinator.make_class(name)
     family = _family_of(name)
     if family is not None:
         return family.make_class(name)

@@ -25,5 +25,7 @@ flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) 
 flags.DEFINE_string("decode_hparams", "", "Decoding settings (DecodeHParams of t2t.config), "
                     f"e.g. 'beam_size=4,alpha=0.6'; all, with their defaults: "
                     f"'{config.DecodeHParams.help_string()}'.")
-flag_help.group("Decoding", "decode_hparams")
+flags.DEFINE_string("decode_task", None, "A multi-problem's task to decode or export (one "
+                    "of the names joined by + in --problem); required for a multi-problem.")
+flag_help.group("Decoding", "decode_hparams", "decode_task")
 flag_help.group("Problem, model and run", "checkpoint_path")

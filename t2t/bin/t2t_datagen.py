@@ -58,15 +58,18 @@ def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
         num_shards=data.num_shards, progress=data.progress,
     )
     print(f"{problem.name}: done in {time.monotonic() - start:.1f}s")
-    print(f"  {'split':<8} {'examples':>10} {'shards written':>15} {'skipped':>8} {'size':>10}")
+    width = max([8, *map(len, summaries)])  # a multi-problem's splits read TASK/SPLIT
+    print(f"  {'split':<{width}} {'examples':>10} {'shards written':>15} {'skipped':>8} "
+          f"{'size':>10}")
     for split, s in summaries.items():
-        print(f"  {split:<8} {s.examples:>10,} {s.shards_written:>15} {s.shards_skipped:>8} "
-              f"{_format_bytes(s.bytes):>10}")
+        print(f"  {split:<{width}} {s.examples:>10,} {s.shards_written:>15} "
+              f"{s.shards_skipped:>8} {_format_bytes(s.bytes):>10}")
     from t2t.problems import overlap  # dev examples that are also in train: a data leak
 
-    report = overlap.check_overlap(problem, data_dir)
-    if report is not None:
-        print(report.format())
+    for part in getattr(problem, "task_list", [problem]):  # a multi-problem: per task
+        report = overlap.check_overlap(part, data_dir)
+        if report is not None:
+            print(report.format())
     gin_config.save_config(data_dir, f"{problem.dataset_filename()}.datagen_config.gin",
                            only_if_bound=True)
 

@@ -215,6 +215,7 @@ def main(argv: list[str]) -> None:
     from t2t.decoding import decoder as decoder_lib
     from t2t.decoding import text_metrics
     from t2t.hparams.hparams import HParamsError, MissingHParamError
+    from t2t.problems import multi_problem
     from t2t.problems import problem as problem_lib
 
     task = config_flags.build(config.TaskConfig)
@@ -227,7 +228,7 @@ def main(argv: list[str]) -> None:
         data_dir = common_flags.resolve_data_dir(task.data_dir, output_dir)
         dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
-        problem = registry.problem(problem_name)
+        problem = multi_problem.select_task(registry.problem(problem_name), FLAGS.decode_task)
         registry.model(model_name)
         if FLAGS.decode_reference and text_metrics.wants_rouge(problem.eval_metrics()):
             text_metrics.require_rouge()  # before the model loads and the decoding
@@ -255,7 +256,7 @@ def main(argv: list[str]) -> None:
         else:
             _decode_dev(decoder, output_dir)
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
-            decoder_lib.DecodeError, FileNotFoundError) as e:
+            decoder_lib.DecodeError, FileNotFoundError, multi_problem.TaskChoiceError) as e:
         common_flags.fail(str(e))
     except KeyboardInterrupt:
         sys.exit(130)

@@ -95,6 +95,7 @@ def main(argv: list[str]) -> None:
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError, MissingHParamError
+    from t2t.problems import multi_problem
     from t2t.problems import problem as problem_lib
     from t2t.serving import export as export_lib
 
@@ -107,7 +108,7 @@ def main(argv: list[str]) -> None:
             output_dir = common_flags.default_run_dir(problem_name, model_name, hparams_set)
         data_dir = common_flags.resolve_data_dir(task.data_dir, output_dir)
         dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
-        problem = registry.problem(problem_name)
+        problem = multi_problem.select_task(registry.problem(problem_name), FLAGS.decode_task)
         registry.model(model_name)
         checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
         export_config = config_flags.build(config.ExportConfig)
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> None:
         sys.stdout.flush()
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             decoder_lib.DecodeError, export_lib.ExportError, FileNotFoundError,
-            ImportError) as e:
+            ImportError, multi_problem.TaskChoiceError) as e:
         common_flags.fail(str(e))
     except KeyboardInterrupt:
         sys.exit(130)

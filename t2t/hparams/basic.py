@@ -83,6 +83,11 @@ def basic_params1() -> HParams:
         length_bucket_step=1.1,
         eval_drop_long_sequences=False,
         eval_run_autoregressive=False,
+        # Multi-problems (t2t.problems.multi_problem; Tensor2Tensor's names): how the
+        # tasks' train examples are mixed, "constant" | "proportional" | "pretrain".
+        multiproblem_mixing_schedule="constant",
+        multiproblem_per_task_threshold="",  # "3;1": constant weights per task; "": equal
+        multiproblem_schedule_max_examples=10_000_000,  # pretrain: primary task's examples
         # Numerics.
         activation_dtype="float32",
         weight_dtype="float32",

@@ -37,13 +37,15 @@ from t2t.problems.sentencepiece_encoder import (  # noqa: F401
 from t2t.problems.vocab_encoders import (  # noqa: F401
     CharacterTextEncoder,
     ClassLabelEncoder,
+    TaskTokenEncoder,
     TokenTextEncoder,
 )
 from t2t.problems.vocab_files import DEFAULT_HINT, PathLike  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
-ENCODER_TYPES = ("text", "byte", "character", "token", "sentencepiece", "class_label")
+ENCODER_TYPES = ("text", "byte", "character", "token", "sentencepiece", "class_label",
+                 "task_token")
 
 
 def build_encoder(
@@ -70,4 +72,7 @@ def build_encoder(
         return SentencePieceEncoder(path, hint=hint)
     if kind == "class_label":
         return ClassLabelEncoder(description["class_labels"])
+    if kind == "task_token":
+        return TaskTokenEncoder(build_encoder(description["base"], data_dir, hint=hint),
+                                description["task_id"], description["num_tasks"])
     raise ValueError(f"unknown encoder type {kind!r}; known: {ENCODER_TYPES}")

@@ -318,3 +318,32 @@ class ClassLabelEncoder(TextEncoder):
 
     def describe(self) -> dict[str, Any]:
         return {"type": self.type_name, "class_labels": self.class_labels}
+
+
+class TaskTokenEncoder(TextEncoder):
+    """A multi-problem's shared encoder with one task's token in front of what it
+    encodes (and dropped from what it decodes): what decoding that task uses
+    (t2t.problems.multi_problem)."""
+
+    type_name = "task_token"
+
+    def __init__(self, base: Any, task_id: int, num_tasks: int):
+        super().__init__(base.num_reserved_ids)
+        self.base, self.task_id, self.num_tasks = base, task_id, num_tasks
+
+    @property
+    def vocab_size(self) -> int:
+        return self.base.vocab_size + self.num_tasks
+
+    def encode(self, s: str) -> list[int]:
+        return [self.task_id, *self.base.encode(s)]
+
+    def decode(self, ids: Sequence[int], strip_extraneous: bool = False) -> str:
+        return self.base.decode([i for i in ids if i < self.base.vocab_size], strip_extraneous)
+
+    def decode_list(self, ids: Sequence[int]) -> list[str]:
+        return self.base.decode_list([i for i in ids if i < self.base.vocab_size])
+
+    def describe(self) -> dict[str, Any]:
+        return {"type": self.type_name, "base": self.base.describe(), "task_id": self.task_id,
+                "num_tasks": self.num_tasks, "shared_vocab_size": self.base.vocab_size}

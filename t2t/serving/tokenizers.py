@@ -297,6 +297,28 @@ class ClassLabelTokenizer(InGraphTokenizer):
         return _gather_or(self.labels, ids, tf.fill(tf.shape(ids), ""))
 
 
+class TaskTokenTokenizer(InGraphTokenizer):
+    """One task of a multi-problem: the shared vocabulary's tokenizer with the task's
+    token in front of each row (t2t.problems.multi_problem.TaskTokenEncoder)."""
+
+    type_name = "task_token"
+
+    def __init__(self, base: InGraphTokenizer, task_id: int, shared_vocab_size: int):
+        super().__init__(name="task_token_tokenizer")
+        self.base, self.task_id = base, int(task_id)
+        self.shared_vocab_size = int(shared_vocab_size)
+        self.needs_tensorflow_text = base.needs_tensorflow_text
+
+    def encode(self, texts):
+        ids = self.base.encode(texts)
+        token = tf.fill(tf.stack([ids.nrows(), 1]), tf.constant(self.task_id, ids.dtype))
+        return tf.concat([tf.RaggedTensor.from_tensor(token), ids], axis=1)
+
+    def decode(self, ids):
+        # Task tokens (ids from shared_vocab_size on) read as padding, which decode drops.
+        return self.base.decode(tf.where(ids >= self.shared_vocab_size, tf.zeros_like(ids), ids))
+
+
 # ------------------------------------------------------------------ factory
 def from_description(description: Mapping[str, Any] | None, *,
                      model_proto: bytes | None = None) -> InGraphTokenizer:
@@ -321,6 +343,9 @@ def from_description(description: Mapping[str, Any] | None, *,
         return SentencePieceTokenizer(model_proto)
     if kind == "class_label":
         return ClassLabelTokenizer(description["class_labels"])
+    if kind == "task_token":
+        return TaskTokenTokenizer(from_description(description["base"], model_proto=model_proto),
+                                  description["task_id"], description["shared_vocab_size"])
     raise ValueError(f"no in-graph tokenizer for encoder type {kind!r}")
 
 
@@ -330,4 +355,7 @@ def from_encoder(encoder: Any) -> InGraphTokenizer:
         return TextTokenizer(0)
     if getattr(encoder, "type_name", None) == "sentencepiece":
         return SentencePieceTokenizer(encoder.model_proto)
+    if getattr(encoder, "type_name", None) == "task_token":
+        return TaskTokenTokenizer(from_encoder(encoder.base), encoder.task_id,
+                                  encoder.base.vocab_size)
     return from_description(encoder.describe())

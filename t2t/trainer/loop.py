@@ -267,10 +267,10 @@ class TrainingLoop:
         return self.evaluate()
 
     # ---------------------------------------------------------------- evaluate
-    def _eval_dataset(self) -> Any:
+    def _eval_dataset(self, problem: Any = None) -> Any:
         config = dataclasses.replace(self.input_config, deterministic=True)
         return self.hooks.eval_dataset(self.task.input_fn(problem_lib.EVAL, config,
-                                                          self.batching))
+                                                          self.batching, problem=problem))
 
     def evaluate(self) -> dict[str, float]:
         """Metrics on the task's eval split (eval_steps batches, or all of it when
@@ -280,14 +280,23 @@ class TrainingLoop:
             names = self.task.eval_metric_names()
             self._eval_step = self.hooks.eval_step(
                 lambda features: self.task.validation_step(features, self.model, names))
-        accumulator = metrics_lib.MetricsAccumulator()
-        batches = 0
-        for features in self._eval_dataset():
-            if 0 < self.config.eval_steps <= batches:
-                break
-            accumulator.add(tf.nest.map_structure(lambda t: t.numpy(), self._eval_step(features)))
-            batches += 1
-        results = accumulator.result()
+        overall = metrics_lib.MetricsAccumulator()
+        results, batches = {}, 0
+        parts = self.task.eval_parts()
+        for prefix, problem in parts:  # a multi-problem's tasks one by one, else one part
+            own = metrics_lib.MetricsAccumulator()
+            part_batches = 0
+            for features in self._eval_dataset(problem if prefix else None):
+                if 0 < self.config.eval_steps <= part_batches:
+                    break
+                values = tf.nest.map_structure(lambda t: t.numpy(), self._eval_step(features))
+                overall.add(values)
+                own.add(values)
+                part_batches += 1
+            batches += part_batches
+            if prefix:
+                results.update({prefix + k: v for k, v in own.result().items()})
+        results.update(overall.result())
         step = self.step
         if not self.is_chief:
             return results

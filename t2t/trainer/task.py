@@ -101,13 +101,24 @@ class Task:
         return input_pipeline.Batching.from_hparams(self.hparams)
 
     def input_fn(self, mode: str, config: InputConfig, batching: input_pipeline.Batching,
-                 split: str | None = None) -> Callable[[Any], Any]:
+                 split: str | None = None, problem: problem_lib.Problem | None = None
+                 ) -> Callable[[Any], Any]:
         """`dataset_fn(input_context)` of per-replica batches of `split` (default: the
-        mode's own; `eval_split` in EVAL)."""
+        mode's own; `eval_split` in EVAL) of `problem` (default: the task's own; one of
+        `eval_parts()` in evaluation)."""
         if split is None and mode == problem_lib.EVAL:
             split = self.eval_split
-        return input_pipeline.make_input_fn(self.problem, mode, self.data_dir, self.hparams,
-                                            config, batching, split=split)
+        return input_pipeline.make_input_fn(problem or self.problem, mode, self.data_dir,
+                                            self.hparams, config, batching, split=split)
+
+    def eval_parts(self) -> list[tuple[str, problem_lib.Problem]]:
+        """(metric prefix, problem) of each part evaluated apart: a multi-problem's
+        tasks ("TASK/" prefixes; their union gives the unprefixed metrics), else the
+        problem itself with no prefix."""
+        views = getattr(self.problem, "task_views", None)
+        if views is None:
+            return [("", self.problem)]
+        return [(f"{view.name}/", view) for view in views()]
 
     def divergence_hint(self) -> str:
         """Advice for a loss that became NaN, beyond the generic (or ""): an image problem

@@ -99,6 +99,11 @@ class TrainerConfig:
     keep_checkpoint_max: int = setting(20, "Checkpoints kept.")
     log_every_steps: int = setting(100, "Progress line and summaries every this many steps.")
     warm_start_from: str | None = setting(None, "Checkpoint (or dir) to load weights from.")
+    teacher_dir: str | None = setting(None, "Distillation: the run directory of a trained "
+                                      "teacher on the same problem (any model and hparams); "
+                                      "the loss mixes the hard labels with the teacher's "
+                                      "distribution (hparams distill_temperature, "
+                                      "distill_weight). Checkpoints hold the student only.")
     resume_from: str | None = setting(None, "Resume from this checkpoint of --output_dir "
                                       "(e.g. ckpt-1000) instead of the latest, when the "
                                       "latest is damaged; it becomes the latest, the newer "

@@ -34,7 +34,7 @@ from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
-from t2t.trainer import layer_stats, optimizers
+from t2t.trainer import distillation, layer_stats, optimizers
 from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib
 
@@ -79,6 +79,9 @@ class Task:
         self.problem_hparams = problem.hparams(data_dir)
         self._byte_lengths: np.ndarray | None = None
         self._byte_lengths_read = False
+        # A distillation.Teacher (built in the strategy's scope by whoever runs the
+        # task): the training loss then mixes in the teacher's distribution.
+        self.teacher: Any = None
 
     # ------------------------------------------------------------------ building
     def build_model(self, mode: str = problem_lib.TRAIN) -> t2t_model.T2TModel:
@@ -180,6 +183,18 @@ class Task:
                 loss += value / ctx.num_replicas_in_sync
         return loss + optimizers.weight_decay_loss(variables, self.hparams) / ctx.num_replicas_in_sync
 
+    def training_losses(self, model: Any, features: dict[str, tf.Tensor]
+                        ) -> dict[str, tuple[tf.Tensor, tf.Tensor]]:
+        """The model's losses in training; with a teacher, the training loss is the
+        distillation mix (t2t.trainer.distillation.distilled_loss)."""
+        logits, losses = model(features, training=True)
+        if self.teacher is not None:
+            weights = model.targets_modality.targets_weights(features["targets"])
+            losses = {**losses, TRAINING_LOSS: distillation.distilled_loss(
+                losses[TRAINING_LOSS], logits, self.teacher.logits(features), weights,
+                self.hparams)}
+        return losses
+
     def train_step_fn(self, model: Any, optimizer: Any, xla_compile: bool = False,
                       grad_groups: tuple[list[str], list[int]] | None = None
                       ) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor, tf.Tensor]]:
@@ -192,8 +207,7 @@ class Task:
 
         def forward_backward(features):
             with tf.GradientTape() as tape:
-                _, losses = model(features, training=True)
-                loss = self.build_losses(losses, variables)
+                loss = self.build_losses(self.training_losses(model, features), variables)
                 scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
             return loss, tape.gradient(scaled, variables), count_tokens(features)
 

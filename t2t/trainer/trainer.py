@@ -25,7 +25,7 @@ from absl import logging
 from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
 from t2t.hparams.hparams import HParams
 from t2t.problems import problem as problem_lib
-from t2t.trainer import debugging, profiling, run_dir
+from t2t.trainer import debugging, distillation, profiling, run_dir
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import runtime as runtime_lib
 from t2t.trainer.checkpointing import RunCheckpoints
@@ -71,6 +71,8 @@ class Trainer:
         self.output_dir, self.run_info = output_dir, run_info or {}
         self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split,
                          hparams_set=self.run_info.get("hparams_set"))
+        if self.config.teacher_dir:
+            distillation.check_hparams(hparams)
         self.hooks = hooks_lib.hooks_for(runtime)
         self.batching = self.hooks.batching(self.task.batching())
         self.input_config = runtime.input_config(input_config)
@@ -79,6 +81,9 @@ class Trainer:
             model = self.task.build_model()
             optimizer, learning_rate = self.task.build_optimizer(
                 model, self.config.train_steps, runtime.config.mixed_precision)
+            if self.config.teacher_dir:  # frozen, outside the checkpoints
+                self.task.teacher = distillation.load_teacher(
+                    self.config.teacher_dir, problem, data_dir)
         self.checkpoints = self._checkpoints(model, optimizer)
         latest = self._restore()
         iterator = self._train_iterator(latest)
@@ -100,8 +105,10 @@ class Trainer:
         run's problem, data and code again (run_info adds the binary's flags)."""
         import t2t
 
+        teacher = self.config.teacher_dir
         return {"problem": self.task.problem.name, "model": self.task.model_name,
                 "data_dir": run_dir.absolute_path(self.task.data_dir),
+                **({"teacher_dir": run_dir.absolute_path(teacher)} if teacher else {}),
                 "problem_hparams": self.task.problem_hparams.to_dict(),
                 "t2t_version": t2t.__version__, **self.run_info}
 

@@ -82,3 +82,33 @@ def test_the_task_must_be_chosen_and_exist(trained, binary):
     wrong = run_binary(binary, f"--output_dir={output_dir}", f"--data_dir={data_dir}",
                        "--decode_task=algorithmic_identity_binary40")
     assert wrong.code == 1 and f"Did you mean: {IDENTITY}" in wrong.err
+
+
+def _train(data_dir, output_dir, *extra):
+    return ["--problem=" + MULTI, "--model=transformer", "--hparams_set=transformer_test",
+            f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--train_steps=6",
+            "--local_eval_frequency=6", "--eval_steps=1", "--save_checkpoints_steps=6", *extra]
+
+
+def test_a_packed_multi_problem_trains_and_evaluates_each_task(trained, tmp_path):
+    data_dir = trained[0]
+    result = run_binary("t2t-trainer", *_train(data_dir, tmp_path / "packed",
+                                               f"--hparams={HPARAMS},pack_dataset=true"))
+    assert result.code == 0, result.err[-3000:]
+    line = next(line for line in result.out.splitlines() if line.startswith("eval step 6:"))
+    assert f"{IDENTITY}/accuracy" in line and f"{REVERSE}/accuracy" in line
+
+
+# slow: a MirroredStrategy start on 2 logical CPUs needs its own process (~60 s)
+@pytest.mark.slow
+def test_a_multi_problem_trains_under_mirrored_strategy(trained, tmp_path):
+    import subprocess
+    import sys
+
+    trainer = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
+    result = subprocess.run([trainer, *_train(trained[0], tmp_path / "mirrored",
+                                              f"--hparams={HPARAMS}", "--cpu_devices=2")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "MirroredStrategy, 2 replica(s)" in result.stdout
+    assert f"{REVERSE}/accuracy" in result.stdout

@@ -88,12 +88,7 @@ def basic_params1() -> HParams:
         multiproblem_mixing_schedule="constant",
         multiproblem_per_task_threshold="",  # "3;1": constant weights per task; "": equal
         multiproblem_schedule_max_examples=10_000_000,  # pretrain: primary task's examples
-        # Distillation (t2t-trainer --teacher_dir; t2t.trainer.distillation): the loss is
-        # (1 - distill_weight) * hard-label loss + distill_weight * T^2 * KL(teacher_T ||
-        # student_T) at temperature T = distill_temperature. Tensor2Tensor's task_balance
-        # is 1 - distill_weight.
-        distill_temperature=1.0,
-        distill_weight=0.5,
+        distill_temperature=1.0, distill_weight=0.5,  # --teacher_dir: t2t.trainer.distillation
         # Numerics.
         activation_dtype="float32",
         weight_dtype="float32",

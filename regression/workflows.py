@@ -109,13 +109,19 @@ class Workflow:
                  f"--inspect_split={split}", f"--dump_text={prefix}")
         return prefix + ".inputs", prefix + ".targets"
 
+    def decode_args(self, run: str, source: str, target: str, reference: str | None = None
+                    ) -> list[str]:
+        """t2t-decoder's flags for greedy decodes of `source` by `run` into `target`. An
+        interrupted decode leaves TARGET.partial; the same command continues it."""
+        return [f"--output_dir={self.path(run)}", f"--data_dir={self.data_dir}",
+                "--decode_hparams=beam_size=1", f"--decode_from_file={source}",
+                f"--decode_to_file={target}",
+                *([f"--decode_reference={reference}"] if reference else [])]
+
     def decode(self, run: str, source: str, target: str, reference: str | None = None
                ) -> dict[str, float]:
         """Greedy decodes of `source` by `run` into `target` (scored against `reference`)."""
-        args = [f"--output_dir={self.path(run)}", f"--data_dir={self.data_dir}",
-                "--decode_hparams=beam_size=1", f"--decode_from_file={source}",
-                f"--decode_to_file={target}"]
-        self.run("t2t-decoder", *args, *([f"--decode_reference={reference}"] if reference else []))
+        self.run("t2t-decoder", *self.decode_args(run, source, target, reference))
         if reference is None:
             return {}
         with open(target + ".scores.json", encoding="utf-8") as f:
@@ -170,14 +176,21 @@ def distillation(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
     return ["run", "dev accuracy", "dev accuracy_per_sequence"], rows
 
 
-def backtranslation(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
-    flow.train("reverse_model", f"{REVERSE}_rev")
+def monolingual_targets(flow: Workflow) -> str:
+    """TMP/backtranslated.targets: the settings' number of target-side lines (the targets
+    of MONOLINGUAL_SOURCE's train split), the text the reverse model back-translates."""
     _, mono_all = flow.dump_text(MONOLINGUAL_SOURCE, "train",
                                  os.path.join(flow.tmp_dir, "monolingual"))
     mono = os.path.join(flow.tmp_dir, "backtranslated.targets")
     with open(mono_all, encoding="utf-8") as f, open(mono, "w", encoding="utf-8") as out:
         for _, line in zip(range(flow.settings.monolingual_lines), f, strict=False):
             out.write(line)
+    return mono
+
+
+def backtranslation(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
+    flow.train("reverse_model", f"{REVERSE}_rev")
+    mono = monolingual_targets(flow)
     flow.decode("reverse_model", mono, os.path.join(flow.tmp_dir, "backtranslated.inputs"))
     dev_inputs, dev_targets = flow.dump_text(REVERSE, "dev", os.path.join(flow.tmp_dir, "dev"))
     rows = []

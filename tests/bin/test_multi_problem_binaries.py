@@ -99,16 +99,31 @@ def test_a_packed_multi_problem_trains_and_evaluates_each_task(trained, tmp_path
     assert f"{IDENTITY}/accuracy" in line and f"{REVERSE}/accuracy" in line
 
 
-# slow: a MirroredStrategy start on 2 logical CPUs needs its own process (~60 s)
+# slow: each strategy starts its own processes (a MirroredStrategy on 2 logical CPUs ~60 s;
+#   2 workers, or a chief + worker + ps, through t2t-launch on 127.0.0.1 ~2 min)
 @pytest.mark.slow
-def test_a_multi_problem_trains_under_mirrored_strategy(trained, tmp_path):
+@pytest.mark.parametrize("strategy", ["mirrored", "multi_worker", "parameter_server"])
+def test_a_multi_problem_trains_under_each_strategy(trained, tmp_path, strategy):
     import subprocess
     import sys
 
-    trainer = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
-    result = subprocess.run([trainer, *_train(trained[0], tmp_path / "mirrored",
-                                              f"--hparams={HPARAMS}", "--cpu_devices=2")],
+    command = {"mirrored": ["t2t-trainer", "--cpu_devices=2"],
+               "multi_worker": [sys.executable, "-m", "t2t.bin.t2t_launch", "--num_workers=2",
+                                "--", "t2t-trainer"],
+               "parameter_server": [sys.executable, "-m", "t2t.bin.t2t_launch",
+                                    "--num_workers=1", "--num_ps=1", "--", "t2t-trainer",
+                                    "--sync=false"]}[strategy]
+    if command[0] == "t2t-trainer":
+        command[0] = os.path.join(os.path.dirname(sys.executable), "t2t-trainer")
+    out = tmp_path / strategy
+    result = subprocess.run([*command, *_train(trained[0], out, f"--hparams={HPARAMS}")],
                             capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "MirroredStrategy, 2 replica(s)" in result.stdout
-    assert f"{REVERSE}/accuracy" in result.stdout
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert {"mirrored": "MirroredStrategy, 2 replica(s)",
+            "multi_worker": "cluster of 2 worker; this is worker 0 (chief)",
+            "parameter_server": "ParameterServerStrategy"}[strategy] in output
+    with open(out / "eval_results.jsonl") as f:
+        record = json.loads(f.read().splitlines()[-1])
+    assert record["step"] == 6
+    assert all(0.0 <= record[f"{task}/accuracy"] <= 1.0 for task in (REVERSE, IDENTITY))

@@ -149,3 +149,17 @@ def test_vocabularies_that_disagree_are_refused_naming_the_tasks_and_the_id():
     with pytest.raises(VocabularyMismatchError, match=r"'b' \(token\) and 'y' \(byte\)"):
         multi_problem.shared_encoder("targets", [("b", binary),
                                                  ("y", text_encoder.ByteTextEncoder())])
+
+
+def test_packed_rows_start_each_example_with_its_task_token(data_dir):
+    from t2t.problems import input_pipeline
+
+    hparams = create_hparams("transformer_test", "batch_size=256,pack_dataset=true")
+    batch = next(iter(input_pipeline.input_dataset(ReverseAndAddition(), problem_lib.TRAIN,
+                                                   data_dir, hparams)))
+    inputs, position = batch["inputs"].numpy(), batch["inputs_position"].numpy()
+    segments = batch["inputs_segmentation"].numpy()
+    starts = (position == 0) & (segments > 0)
+    assert segments.max() > 1  # several examples share a row
+    assert set(inputs[starts].tolist()) == {5, 6}  # every example begins with a task token
+    assert not np.isin(inputs[~starts], [5, 6]).any()  # and nowhere else

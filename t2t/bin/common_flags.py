@@ -27,7 +27,8 @@ SETUP_FLAGS = ("t2t_usr_dir", "registry_help", "gin_file", "gin_param", "data_mi
 
 
 def default_data_dir() -> str:
-    return os.path.expanduser(os.environ.get("T2T_DATA_DIR", "~/t2t_data"))
+    """$T2T_DATA_DIR, or ~/t2t_data where it is unset or empty (`T2T_DATA_DIR=` unsets)."""
+    return os.path.expanduser(os.environ.get("T2T_DATA_DIR") or "~/t2t_data")
 
 
 class UsageError(Exception):

@@ -27,6 +27,12 @@ def test_data_dir_flag_then_the_runs_record_then_the_default(tmp_path, monkeypat
     assert common_flags.resolve_data_dir(None, None) == str(tmp_path / "default")
 
 
+def test_an_empty_t2t_data_dir_is_unset(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("T2T_DATA_DIR", "")
+    assert common_flags.resolve_data_dir(None, None) == str(tmp_path / "t2t_data")
+
+
 def test_a_recorded_path_that_no_longer_exists_is_named(tmp_path, capsys):
     run = _run_dir(tmp_path, data_dir=str(tmp_path / "gone"))
     with pytest.raises(SystemExit) as exit_info:

@@ -58,13 +58,19 @@ def test_decoder_decodes_the_chosen_task(trained, tmp_path):
     data_dir, output_dir, _, _ = trained
     source = tmp_path / "source.txt"
     source.write_text("1 0 1\n0 0 1 1\n")
-    target = tmp_path / "decodes.txt"
-    result = run_binary("t2t-decoder", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
-                        f"--decode_task={IDENTITY}", f"--decode_from_file={source}",
-                        f"--decode_to_file={target}", "--decode_hparams=beam_size=1,extra_length=3")
-    assert result.code == 0, result.err[-3000:]
-    lines = target.read_text().splitlines()
-    assert len(lines) == 2 and all(set(line.split()) <= {"0", "1"} for line in lines)
+    scores = {}
+    for task in (IDENTITY, REVERSE):
+        target = tmp_path / f"{task}.txt"
+        result = run_binary("t2t-decoder", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                            f"--decode_task={task}", f"--decode_from_file={source}",
+                            f"--decode_to_file={target}",
+                            "--decode_hparams=beam_size=1,extra_length=3,write_beam_scores=true")
+        assert result.code == 0, result.err[-3000:]
+        lines = [line.split("\t") for line in target.read_text().splitlines()]
+        assert len(lines) == 2 and all(set(text.split()) <= {"0", "1"} for text, _ in lines)
+        scores[task] = [float(score) for _, score in lines]
+    # The same sources behind the other task's token: the model sees other inputs.
+    assert scores[IDENTITY] != scores[REVERSE]
 
 
 def test_exporter_exports_the_chosen_task_and_passes_parity(trained, tmp_path):

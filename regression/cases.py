@@ -161,16 +161,18 @@ CASES: tuple[Case, ...] = (
                        "random_seed": 1},
         metric="accuracy", band=(0.80, 1.0), quick=True, expected_minutes=2,
         measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-27): 0.9508 at step 800, BLEU "
-                    "94.02, 2.5 min for train, decode and export (the same deterministic run "
+                    "94.02, 2.5 min for train, decode and export (export since dropped: 35 s; the same deterministic run "
                     "gave 0.7303 at 500, 0.8808 at 750, 0.9061 at 1000: the dev curve is "
                     "noisy); at full width (hidden 128) 0.9404 in 270 s of CPU",
-        decode_hparams="beam_size=4,alpha=0.6", export=True,
+        # No export: CI's serving tests export trained models with the parity gate, and
+        # this case's export cost CI 50 s of its 25 minutes.
+        decode_hparams="beam_size=4,alpha=0.6",
         # BLEU of binary strings tracks per-token accuracy: 87.8 at 0.885 (an undetermined
         # run, 2026-11-25), 91.5 at 0.930; 75 sits below what the 0.80 accuracy floor gives.
-        also={"bleu": (75.0, 100.0), "export_parity": (1.0, 1.0)},
+        also={"bleu": (75.0, 100.0)},
         notes="CI's convergence check (tests/regression/test_cases_converge.py runs this "
               "case alone): per-token accuracy after a short run, then beam-4 decoding of "
-              "the dev set with t2t-decoder and an export whose parity gate must pass.",
+              "the dev set with t2t-decoder.",
     ),
     Case(
         name="transformer_tiny_addition", problem="algorithmic_addition_binary40_test",

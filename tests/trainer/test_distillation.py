@@ -104,10 +104,21 @@ def teacher(tmp_path_factory):
     return data_dir, str(root / "teacher"), trainer.model
 
 
+# No dropout in the student: its training loss is then a function of its weights alone.
+NO_DROPOUT = ",".join(f"{name}=0.0" for name in (
+    "dropout", "layer_prepostprocess_dropout", "attention_dropout", "relu_dropout"))
+
+
+def _one_batch(data_dir):
+    example = next(iter(registry.problem(PROBLEM).dataset("eval", data_dir, deterministic=True)))
+    return {name: example[name][None] for name in ("inputs", "targets")}
+
+
 def test_a_student_trains_against_the_teacher_and_saves_only_itself(teacher, tmp_path):
     data_dir, teacher_dir, teacher_model = teacher
     before = [v.numpy().copy() for v in teacher_model.weights]
-    student = _trainer(data_dir, tmp_path / "student", 6, teacher_dir=teacher_dir)
+    student = _trainer(data_dir, tmp_path / "student", 6, hparams=HPARAMS + "," + NO_DROPOUT,
+                       teacher_dir=teacher_dir)
     assert student.task.teacher.model_name == "transformer"
     assert not student.task.teacher.model.trainable_variables
     student.train()
@@ -117,13 +128,25 @@ def test_a_student_trains_against_the_teacher_and_saves_only_itself(teacher, tmp
     assert len(loaded) == len(before)
     for value, original in zip(loaded, before, strict=True):
         np.testing.assert_array_equal(value.numpy(), original)
-    # The student's checkpoint holds the student alone: the same variables as a plain run.
-    plain = _trainer(data_dir, tmp_path / "plain", 6)
-    plain.train()
-    names = {n for n, _ in tf.train.list_variables(str(tmp_path / "student" / "ckpt-6"))}
-    assert names == {n for n, _ in tf.train.list_variables(str(tmp_path / "plain" / "ckpt-6"))}
-    # The distillation term changes the training: not the plain run's losses.
-    assert student.loss_history != plain.loss_history
+    # The student's checkpoint holds the student alone: the variables of a plain
+    # transformer run (the teacher's own run; its dropout layers add seed states), none
+    # of the teacher's shapes.
+    student_ckpt = tf.train.list_variables(str(tmp_path / "student" / "ckpt-6"))
+    teacher_ckpt = tf.train.list_variables(tf.train.latest_checkpoint(teacher_dir))
+    assert {n for n, _ in student_ckpt} == {n for n, _ in teacher_ckpt
+                                            if "dropout..seed_generator" not in n}
+    assert not any(64 in shape or shape[-1:] == [32] for _, shape in student_ckpt)
+    # The loss it minimizes is the mix of its hard loss and the KL to the teacher.
+    task, model, features = student.task, student.model, _one_batch(data_dir)
+    mixed = task.training_losses(model, features)["training"]
+    teacher, task.teacher = task.teacher, None
+    logits, hard = model(features, training=True)
+    task.teacher = teacher
+    weights = model.targets_modality.targets_weights(features["targets"])
+    expected = distillation.distilled_loss(hard["training"], logits, teacher.logits(features),
+                                           weights, task.hparams)
+    np.testing.assert_allclose([float(v) for v in mixed], [float(v) for v in expected], rtol=1e-5)
+    assert float(mixed[0]) != pytest.approx(float(hard["training"][0]), rel=1e-3)
     run = json.load(open(tmp_path / "student" / "run.json"))
     assert run["teacher_dir"] == teacher_dir
 

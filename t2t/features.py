@@ -34,8 +34,9 @@ class Modality:
     IMAGE = "image"  # uint8 [H, W, C]
     REAL = "real"  # float vectors
     IDENTITY = "identity"  # passed through unchanged
+    AUDIO = "audio"  # 16-bit PCM samples as ids (sample + 32769; 0 pads)
 
-    ALL = (SYMBOL, CLASS_LABEL, IMAGE, REAL, IDENTITY)
+    ALL = (SYMBOL, CLASS_LABEL, IMAGE, REAL, IDENTITY, AUDIO)
 
 
 class SpaceID:
@@ -83,6 +84,7 @@ class ProblemHParams:
     batch_size_means_tokens: whether hparams.batch_size counts tokens (text) or
       examples (images, classification).
     image_shape: [height, width, channels] of image features.
+    audio_sample_rate: Hz of audio features (their ids are 16-bit PCM samples).
     """
 
     modality: dict[str, str]
@@ -95,6 +97,7 @@ class ProblemHParams:
     was_reversed: bool = False
     batch_size_means_tokens: bool = True
     image_shape: list[int] | None = None
+    audio_sample_rate: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -37,8 +37,9 @@ import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
+from t2t.decoding import audio_inputs
 from t2t.decoding import settings as settings_lib
-from t2t.decoding import text_metrics
+from t2t.decoding.decode_scores import DecodeError, score_bleu, score_decodes  # noqa: F401
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
 from t2t.features import EOS_ID, PAD_ID
 from t2t.hparams.hparams import HParams
@@ -51,10 +52,6 @@ FILE_CHUNK_LINES = 10_000
 # decode resumes after the last recorded chunk.
 RESUME_CHUNK_LINES = 1_000
 PARTIAL_SUFFIX, RECORD_SUFFIX = ".partial", ".partial.json"
-
-
-class DecodeError(ValueError):
-    """A decoding request that cannot be served (missing checkpoint, bad settings...)."""
 
 
 @dataclasses.dataclass
@@ -292,10 +289,7 @@ class Decoder:
 
             model, infer_args = self.model, self.settings.infer_args()
             infer_fn = self.infer_fn or infer_lib.infer
-            if self.inputs_modality == problem_lib.Modality.SYMBOL:
-                spec = tf.TensorSpec([None, None], tf.int32)
-            else:
-                spec = None
+            spec = tf.TensorSpec([None, None], tf.int32) if self._ids_in else None
 
             feature = "prompt" if self.is_language_model else "inputs"
 
@@ -310,12 +304,19 @@ class Decoder:
         """Output ids as text (class name, or text up to EOS): what results hold."""
         return settings_lib.target_text(ids, self.encoders.get("targets"), self.is_class_label)
 
+    @property
+    def _ids_in(self) -> bool:
+        """Whether inputs are id sequences padded with 0 (tokens, or audio samples)."""
+        return self.inputs_modality in (problem_lib.Modality.SYMBOL, problem_lib.Modality.AUDIO)
+
     def _run_batch(self, batch: list[np.ndarray]) -> list[DecodeResult]:
-        if self.inputs_modality == problem_lib.Modality.SYMBOL:
+        if self._ids_in:
             longest = max(len(x) for x in batch)
             inputs = np.full([len(batch), longest], PAD_ID, np.int32)
             for row, ids in enumerate(batch):
                 inputs[row, : len(ids)] = ids
+            if self.inputs_modality == problem_lib.Modality.AUDIO:
+                longest = audio_inputs.decode_budget(longest, self.problem_hparams.audio_sample_rate)
         else:
             longest = 0
             inputs = np.stack(batch)
@@ -355,8 +356,11 @@ class Decoder:
     # ------------------------------------------------------------------- text
     def encode_text(self, text: str, line_number: int | None = None) -> np.ndarray:
         """Token ids of one input line, cut to max_input_length, with EOS appended; a
-        language model's prompt: without EOS, keeping its last max_input_length ids."""
+        language model's prompt: without EOS, keeping its last max_input_length ids; an
+        audio file's PCM ids (a line is its path: t2t.decoding.audio_inputs)."""
         where = f"line {line_number}" if line_number is not None else "input"
+        if self.inputs_modality == problem_lib.Modality.AUDIO:  # a WAV/FLAC path
+            return audio_inputs.read_input(text, self.problem_hparams.audio_sample_rate, where)
         if self.inputs_modality != problem_lib.Modality.SYMBOL:
             raise DecodeError(
                 f"{self.problem.name} has {self.inputs_modality} inputs: only text inputs can "
@@ -541,59 +545,3 @@ class Decoder:
             (self._decode_feature(prompt_feature, x), self._decode_feature("targets", t), r.text)
             for x, t, r in zip(inputs, targets, results, strict=True)
         ]
-
-
-# ------------------------------------------------------------------ scoring
-def score_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
-    """Corpus BLEU and chrF (sacrebleu, default settings) of line-aligned texts.
-
-    Returns {"bleu", "chrf": scores 0-100, "bleu_signature", "chrf_signature":
-    e.g. "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
-    "bleu_text", "chrf_text": sacrebleu's one-line reports}.
-    """
-    try:
-        from sacrebleu.metrics import BLEU, CHRF
-    except ImportError:
-        raise DecodeError("scoring needs sacrebleu: pip install sacrebleu") from None
-    if len(hypotheses) != len(references):
-        raise DecodeError(
-            f"{len(hypotheses)} translations but {len(references)} references: they must "
-            f"be line-aligned, one per line."
-        )
-    hypotheses, references = list(hypotheses), [list(references)]
-    bleu, chrf = BLEU(), CHRF()
-    bleu_score = bleu.corpus_score(hypotheses, references)
-    chrf_score = chrf.corpus_score(hypotheses, references)
-    bleu_signature = f"{bleu_score.name}|{bleu.get_signature()}"
-    chrf_signature = f"{chrf_score.name}|{chrf.get_signature()}"
-    return {
-        "bleu": float(bleu_score.score),
-        "chrf": float(chrf_score.score),
-        "bleu_signature": bleu_signature,
-        "chrf_signature": chrf_signature,
-        "bleu_text": bleu_score.format(signature=str(bleu.get_signature())),
-        "chrf_text": chrf_score.format(signature=str(chrf.get_signature())),
-    }
-
-
-def score_decodes(hypotheses: Sequence[str], references: Sequence[str],
-                  metric_names: Iterable[str] = ()) -> dict[str, Any]:
-    """`score_bleu`'s scores, and ROUGE-1/2/L when `metric_names` (the problem's
-    `eval_metrics()`) name a ROUGE metric (rouge_2, rouge_l: summarize_* problems).
-
-    Adds "report": the lines to print (BLEU, chrF, then ROUGE-1, -2, -L), and with
-    ROUGE "rouge": `text_metrics.rouge_scores`' F-measures, precisions and recalls
-    (0-100, by name: rouge_1, rouge_1_p, rouge_1_r, ...) and "rouge_signature".
-
-    Raises:
-      DecodeError: the two lists are not line-aligned.
-      MissingDependencyError: ROUGE is asked for and rouge-score is not installed.
-    """
-    scores = score_bleu(hypotheses, references)  # checks the alignment
-    scores["report"] = [scores["bleu_text"], scores["chrf_text"]]
-    if text_metrics.wants_rouge(metric_names):
-        rouge = text_metrics.rouge_scores(hypotheses, references)
-        scores["rouge"] = {name: value for name, value in rouge.items() if name != "count"}
-        scores["rouge_signature"] = text_metrics.rouge_signature()
-        scores["report"] += text_metrics.format_rouge(rouge, scores["rouge_signature"])
-    return scores

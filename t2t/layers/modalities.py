@@ -7,6 +7,8 @@ T2TModel builds them with `create_modality`, so a model body only sees dense ten
   image        uint8 [B, H, W, C] -> float [B, H, W, C] in [0, 1]
   real         float [B, T, D] -> [B, T, H];  body -> [B, T, D] (L2 loss)
   identity     passed through unchanged
+  audio        PCM ids [B, N] -> log-mel features -> strided convolutions -> [B, N', H]
+               (t2t.layers.audio; padded positions exactly 0)
 Losses return (numerator, denominator): the weighted sum of per-position losses and
 the sum of weights, so replicas can be averaged over the global token count.
 """
@@ -20,13 +22,14 @@ import keras
 import tensorflow as tf
 
 from t2t import features
-from t2t.layers import common
+from t2t.layers import audio, common
 
 SYMBOL = features.Modality.SYMBOL
 CLASS_LABEL = features.Modality.CLASS_LABEL
 IMAGE = features.Modality.IMAGE
 REAL = features.Modality.REAL
 IDENTITY = features.Modality.IDENTITY
+AUDIO = features.Modality.AUDIO
 
 
 def smoothed_cross_entropy(logits: tf.Tensor, labels: tf.Tensor, vocab_size: int, label_smoothing: float) -> tf.Tensor:
@@ -189,20 +192,69 @@ class IdentityModality(Modality):
         return x
 
 
+class AudioModality(Modality):
+    """16-bit PCM ids [B, N] (t2t.layers.audio) -> [B, ceil(T / 2^L), H], zero at padding.
+
+    Log-mel features of T frames, SpecAugment in training (seeded like dropout), then
+    `audio_frontend_layers` 3x3 convolutions of stride 2 in time and frequency (each
+    halves T: 10 ms frames -> 40 ms positions with 2 layers) and a projection to H."""
+
+    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "audio_modality",
+                 sample_rate: int | None = None):
+        super().__init__(vocab_size, hparams, name)
+        audio.check_audio_hparams(hparams)
+        if not sample_rate:
+            raise ValueError("The audio modality needs the problem's audio_sample_rate "
+                             "(ProblemHParams.audio_sample_rate); got none.")
+        self.sample_rate = sample_rate
+        self.convs = [
+            keras.layers.Conv2D(hparams.audio_frontend_channels, 3, strides=2, padding="valid",
+                                activation="relu", name=f"conv_{i}")
+            for i in range(hparams.audio_frontend_layers)]
+        self.project = keras.layers.Dense(hparams.hidden_size, name="project",
+                                          kernel_initializer=common.initializer(hparams))
+        self.seed_generator = keras.random.SeedGenerator(name="specaugment_seed")
+
+    def bottom(self, x, training=None):
+        hp = self.hparams
+        features, frames = audio.log_mel_features(x, self.sample_rate, hp)
+        if training and (hp.specaugment_time_masks or hp.specaugment_freq_masks):
+            features = audio.spec_augment(
+                features, frames, hp,
+                lambda shape: keras.random.uniform(shape, seed=self.seed_generator))
+        x = tf.cast(features, self.compute_dtype)
+        for conv in self.convs:
+            # One zero frame/bin each side, whatever the length ("same" padding would pad
+            # odd and even lengths differently), and padded frames zeroed after each
+            # convolution: a row decodes the same alone or beside a longer one.
+            x = conv(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]))
+            frames = (frames + 1) // 2
+            x *= tf.sequence_mask(frames, tf.shape(x)[1], x.dtype)[:, :, None, None]
+        x = tf.reshape(x, [tf.shape(x)[0], tf.shape(x)[1], x.shape[2] * x.shape[3]])
+        x = self.project(x)
+        return x * tf.sequence_mask(frames, tf.shape(x)[1], x.dtype)[..., None]
+
+    def targets_bottom(self, x, training=None):
+        raise ValueError("Audio is an input modality: speech problems have text targets.")
+
+
 _MODALITIES = {
     SYMBOL: SymbolModality,
     CLASS_LABEL: ClassLabelModality,
     IMAGE: ImageModality,
     REAL: RealModality,
     IDENTITY: IdentityModality,
+    AUDIO: AudioModality,
 }
 
 
 def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: str,
-                    with_softmax: bool | None = None) -> Modality:
+                    with_softmax: bool | None = None, sample_rate: int | None = None
+                    ) -> Modality:
     """The modality layer for `feature` of kind `kind` (a Modality name).
 
-    with_softmax: whether a symbol modality projects to logits (default: for targets)."""
+    with_softmax: whether a symbol modality projects to logits (default: for targets).
+    sample_rate: Hz of an audio feature (the problem's audio_sample_rate)."""
     if kind not in _MODALITIES:
         raise ValueError(f"Unknown modality {kind!r} for feature {feature!r}: use one of {sorted(_MODALITIES)}.")
     if kind in (SYMBOL, CLASS_LABEL) and not vocab_size:
@@ -212,4 +264,6 @@ def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: st
         if with_softmax is None:
             with_softmax = feature == "targets"
         return SymbolModality(vocab_size, hparams, name=name, with_softmax=with_softmax)
+    if kind == AUDIO:
+        return AudioModality(vocab_size, hparams, name=name, sample_rate=sample_rate)
     return _MODALITIES[kind](vocab_size, hparams, name=name)

@@ -76,7 +76,9 @@ class T2TModel(common.Layer):
                 )
                 created["inputs"] = created["targets"]
                 continue
-            created[feature] = modalities.create_modality(kind, php.vocab_size.get(feature), hp, feature)
+            created[feature] = modalities.create_modality(
+                kind, php.vocab_size.get(feature), hp, feature,
+                sample_rate=php.audio_sample_rate)
         return created
 
     def _training(self, training: bool | None) -> bool:
@@ -174,7 +176,8 @@ def decode_batch_size(features: dict[str, tf.Tensor]) -> tf.Tensor:
 
 def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
     """A one-example batch with every feature the problem's model expects (to build
-    weights): token ids int32 [1, 4], labels [1, 1], images uint8 [1, H, W, C]."""
+    weights): token ids int32 [1, 4], labels [1, 1], images uint8 [1, H, W, C], audio
+    PCM ids [1, sample_rate / 10]."""
     features = {}
     for name, kind in problem_hparams.modality.items():
         if kind == Modality.IMAGE:
@@ -184,6 +187,9 @@ def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
             features[name] = tf.ones([1, 1], tf.int32)
         elif kind == Modality.REAL:
             features[name] = tf.zeros([1, 4, problem_hparams.vocab_size.get(name) or 1])
+        elif kind == Modality.AUDIO:  # 0.1 s of silence (id 32769: sample 0)
+            samples = (problem_hparams.audio_sample_rate or 16000) // 10
+            features[name] = tf.fill([1, samples], 32769)
         else:
             features[name] = tf.ones([1, 4], tf.int32)
     return features

@@ -381,7 +381,7 @@ def module_docstrings(source: bytes | str) -> list[str]:
     return found
 
 
-def _module_text(path: str) -> str | None:
+def module_text(path: str) -> str | None:
     """A module's docstrings as one text, or None if it does not parse."""
     try:
         with open(path, "rb") as f:
@@ -415,7 +415,7 @@ def build_docstring_corpus(stdlib: str, out_dir: str) -> dict[str, Any]:
     try:
         modules = total = 0
         for path in stdlib_modules(stdlib):
-            text = _module_text(path)
+            text = module_text(path)
             if text is None or len(text.encode("utf-8")) < MIN_MODULE_BYTES:
                 continue
             rel = os.path.relpath(path, stdlib)[: -len(".py")] + ".txt"

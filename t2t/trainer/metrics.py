@@ -22,9 +22,10 @@ Names (from `problem.eval_metrics()`), as T2T's `padded_*` metrics:
   (`byte_lengths`, from the targets encoder's `token_byte_lengths()`, where EOS stands
   for the newline or document end); without it the metric is skipped. Comparable
   across vocabularies and with compressors.
-Decode-time names ("bleu", "rouge_2", "rouge_l") need decoded text, so `compute_metrics`
+Decode-time names ("bleu", "rouge_2", "rouge_l", "wer", "cer") need decoded text, so `compute_metrics`
 skips them: t2t-decoder computes them from decodes and references
-(`t2t.decoding.decoder.score_decodes`; ROUGE where the problem's metrics name it), and
+(`t2t.decoding.decoder.score_decodes`; ROUGE and WER/CER where the problem's metrics
+name them), and
 the evaluation during training does not decode.
 """
 
@@ -40,7 +41,7 @@ import tensorflow as tf
 Pair = tuple[tf.Tensor, tf.Tensor]
 WeightsFn = Callable[[tf.Tensor], tf.Tensor]
 
-DECODE_METRICS = ("bleu", "rouge_2", "rouge_l")
+DECODE_METRICS = ("bleu", "rouge_2", "rouge_l", "wer", "cer")
 
 
 def weights_nonzero(targets: tf.Tensor) -> tf.Tensor:

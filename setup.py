@@ -33,6 +33,8 @@ setup(
         "profile": ["tensorboard-plugin-profile"],  # TensorBoard's view of --profile_steps traces
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
         "serve": ["aiohttp>=3.9"],  # t2t-serve: the HTTP server
+        # speech problems: WAV/FLAC reading, resampling, WER/CER
+        "speech": ["soundfile>=0.12", "soxr>=0.3", "jiwer>=3.0"],
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
         "tflite": ["ai-edge-litert>=2.0"],  # t2t-exporter --format=tflite: the LiteRT interpreter
         "tuning": ["optuna>=4.0", "cmaes", "matplotlib"],  # t2t-tuner: samplers, pruning, storage, plots

@@ -11,8 +11,6 @@ The decode length of a batch is `CHARS_PER_SECOND` per second of its longest inp
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from absl import logging
 
@@ -34,5 +32,6 @@ def read_input(line: str, sample_rate: int, where: str) -> np.ndarray:
 
 
 def decode_budget(longest_samples: int, sample_rate: int) -> int:
-    """The `longest_input` (in target symbols) a batch's decode length is computed from."""
-    return math.ceil(longest_samples / sample_rate * CHARS_PER_SECOND)
+    """The `longest_input` (in target symbols) a batch's decode length is computed from:
+    ceil(seconds * CHARS_PER_SECOND), in integers (the export computes the same)."""
+    return (longest_samples * CHARS_PER_SECOND + sample_rate - 1) // sample_rate

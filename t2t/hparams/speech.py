@@ -1,5 +1,6 @@
-"""Speech recognition: Transformer sets with the audio front end (Tensor2Tensor's
-transformer_librispeech family, and a tiny set for CPU runs).
+"""Speech recognition: Tensor2Tensor's transformer_librispeech family, with the audio front end.
+
+transformer_speech_tiny is a small set for CPU runs (a t2t addition).
 
 Units differ from Tensor2Tensor's: here speech inputs are 16-bit samples, so
 `batch_size`, `max_length` and `max_input_seq_length` count samples (16,000 per second
@@ -121,8 +122,9 @@ def transformer_librispeech_tpu() -> HParams:
 
 @registry.register_hparams
 def transformer_speech_tiny() -> HParams:
-    """A t2t addition: a small speech Transformer that learns the espeak-ng corpus on a
-    2-core CPU (3 encoder / 2 decoder layers, hidden 128, 40 mel bins, SpecAugment on)."""
+    """A t2t addition: a small speech Transformer for CPUs (the espeak-ng corpus).
+
+    3 encoder / 2 decoder layers, hidden 128, 40 mel bins, light SpecAugment."""
     hp = add_audio_hparams(transformer_base())
     hp.num_encoder_layers = 3
     hp.num_decoder_layers = 2

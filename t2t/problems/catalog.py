@@ -28,6 +28,8 @@ def _modalities(problem) -> str:
             return "symbol -> class_label"
         if "Image2TextProblem" in names:
             return "image -> symbol"
+        if "SpeechRecognitionProblem" in names:
+            return "audio -> symbol"
         if "TfdsProblem" in names or problem.name.startswith("tfds_"):
             return "from the TFDS features"
         return "symbol -> symbol"

@@ -155,3 +155,12 @@ def add_noise(samples: np.ndarray, snr_db: float, rng: np.random.Generator) -> n
     power = np.mean(signal**2) if signal.size else 0.0
     noise = rng.normal(0.0, np.sqrt(power / 10 ** (snr_db / 10)), signal.shape)
     return np.clip(np.round(signal + noise), -32768, 32767).astype(np.int16)
+
+
+@registry.register_problem("speech_synthetic_espeak_test")
+class SpeechSyntheticEspeakTest(SpeechSyntheticEspeak):
+    """A small speech_synthetic_espeak for tests: 160 train utterances, 8 dev and test."""
+
+    num_train_utterances = 160
+    num_eval_utterances = 8
+    num_shards = 1

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import io
 import json
 import logging as std_logging
 import os
 import subprocess
 import sys
 import tempfile
+import wave
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,7 +57,8 @@ def quiet(name: str, level: int = std_logging.ERROR):
 
 def dev_examples(problem: problem_lib.Problem, data_dir: str | None, count: int,
                  is_image: bool) -> list[dict[str, Any]]:
-    """The first `count` dev examples: {"ids": stored input ids} or {"image": PNG bytes}."""
+    """The first `count` dev examples: {"ids": stored input ids}, {"image": PNG bytes}
+    or {"audio": PCM16 bytes}."""
     import tensorflow as tf
 
     files = problem.data_files(data_dir, problem_lib.DEV_SPLIT)
@@ -64,6 +67,8 @@ def dev_examples(problem: problem_lib.Problem, data_dir: str | None, count: int,
         parsed = tf.train.Example.FromString(record.numpy()).features.feature
         if is_image:
             examples.append({"image": parsed["image/encoded"].bytes_list.value[0]})
+        elif "audio/encoded" in parsed:
+            examples.append({"audio": parsed["audio/encoded"].bytes_list.value[0]})
         else:
             key = "targets" if problem.was_reversed else "inputs"
             examples.append({"ids": list(parsed[key].int64_list.value)})
@@ -82,6 +87,25 @@ def _raw_inputs(dev: list[dict[str, Any]], encoder: Any, is_image: bool,
         texts.append(encoder.decode(stripped) if encoder is not None
                      else " ".join(map(str, stripped)))
     return [t.encode("utf-8") for t in [*texts, *extra_texts]]
+
+
+def wav_bytes(pcm16: bytes, sample_rate: int) -> bytes:
+    """A mono 16-bit WAV file of little-endian PCM16 bytes (what a speech client sends)."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(sample_rate)
+        f.writeframes(pcm16)
+    return buffer.getvalue()
+
+
+def _audio_ids(data: bytes) -> np.ndarray:
+    """PCM ids [N] of a WAV file's bytes, or of stored PCM16 bytes."""
+    if data[:4] == b"RIFF":
+        with wave.open(io.BytesIO(data), "rb") as f:
+            data = f.readframes(f.getnframes())
+    return np.frombuffer(data, "<i2").astype(np.int32) + 32769  # t2t.layers.audio
 
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:
@@ -105,8 +129,8 @@ def serve_in_fresh_process(export_path: str, info: dict[str, Any],
         "text_signature": info["text_signature"],
         "text_batches": encode_batches(text_batches),
         "example_batches": [
-            [e if "image" not in e else {"image": base64.b64encode(e["image"]).decode("ascii")}
-             for e in b] for b in example_batches],
+            [{k: base64.b64encode(v).decode("ascii") if k in ("image", "audio") else v
+              for k, v in e.items()} for e in b] for b in example_batches],
     }
     with tempfile.TemporaryDirectory() as tmp:
         request_path, result_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
@@ -164,11 +188,14 @@ class _Comparison:
 
 
 def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
-                  batches: list[list[bytes]], served: list[dict[str, Any]], is_image: bool) -> None:
+                  batches: list[list[bytes]], served: list[dict[str, Any]], kind: str) -> None:
     for batch_values, out in zip(batches, served, strict=True):
-        if is_image:
+        if kind == Modality.IMAGE:
             wants = decoder.decode_features([problem.decode_image(v).numpy() for v in batch_values])
             labels = ["<image>"] * len(batch_values)
+        elif kind == Modality.AUDIO:
+            wants = decoder.decode_features([_audio_ids(v) for v in batch_values])
+            labels = [f"<{len(v)} bytes of WAV>" for v in batch_values]
         else:
             texts = [v.decode("utf-8") for v in batch_values]
             with quiet("absl"):  # "line N is empty" for the edge-case lines
@@ -183,11 +210,14 @@ def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem
 
 def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
                       batches: list[list[dict[str, Any]]], served: list[dict[str, Any]],
-                      is_image: bool) -> None:
+                      kind: str) -> None:
     for batch, out in zip(batches, served, strict=True):
-        if is_image:
+        if kind == Modality.IMAGE:
             prepared = [problem.decode_image(e["image"]).numpy() for e in batch]
             labels = ["<image>"] * len(batch)
+        elif kind == Modality.AUDIO:
+            prepared = [_audio_ids(e["audio"]) for e in batch]
+            labels = [f"<{len(e['audio']) // 2} samples>" for e in batch]
         else:
             prepared = [np.asarray([*text_encoder.strip_extraneous(e["ids"])[
                 :decoder.max_input_length], EOS_ID], np.int32) for e in batch]
@@ -243,20 +273,25 @@ def check_parity(
 
         return lm_parity.check_lm_parity(export_path, problem, model, data_dir, decode_hparams,
                                          num_examples, info)
-    is_image = model.problem_hparams.modality.get("inputs") == Modality.IMAGE
+    kind = model.problem_hparams.modality.get("inputs")
+    is_image = kind == Modality.IMAGE
     dev = dev_examples(problem, data_dir, num_examples, is_image)
     batch_size = max(1, min(decode_hparams.batch_size, 4))
     decoder = decoder_lib.Decoder(problem, model, data_dir,
                                   dataclasses.replace(decode_hparams, batch_size=batch_size))
     # The same inputs for both sides, in batches of the same composition.
-    raw = _raw_inputs(dev, problem.feature_encoders(data_dir).get("inputs"), is_image, extra_texts)
+    if kind == Modality.AUDIO:  # WAV files, as a client sends them
+        raw = [wav_bytes(e["audio"], model.problem_hparams.audio_sample_rate) for e in dev]
+    else:
+        raw = _raw_inputs(dev, problem.feature_encoders(data_dir).get("inputs"), is_image,
+                          extra_texts)
     text_batches = _chunks(raw, batch_size) if info["text_signature"] else []
     example_batches = _chunks(dev, batch_size)
     served = serve_in_fresh_process(export_path, info, text_batches, example_batches)
     comparison = _Comparison(sampling=decoder.settings.sampling and decoder.settings.seed < 0)
     if info["text_signature"]:
-        _compare_text(comparison, decoder, problem, text_batches, served["text"], is_image)
-    _compare_examples(comparison, decoder, problem, example_batches, served["examples"], is_image)
+        _compare_text(comparison, decoder, problem, text_batches, served["text"], kind)
+    _compare_examples(comparison, decoder, problem, example_batches, served["examples"], kind)
     raise_differences(comparison, export_path)
     return {"examples": comparison.compared, "sampling": comparison.sampling,
             "samples": comparison.samples}

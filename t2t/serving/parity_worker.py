@@ -48,7 +48,8 @@ def to_lists(outputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def serialized_example(entry: dict[str, Any]) -> bytes:
-    """A tf.train.Example as t2t-datagen writes it: int64 "inputs" or "image/encoded"."""
+    """A tf.train.Example as t2t-datagen writes it: int64 "inputs", "image/encoded" or
+    "audio/encoded"."""
     import tensorflow as tf
 
     feature = {}
@@ -57,8 +58,9 @@ def serialized_example(entry: dict[str, Any]) -> bytes:
         ids = entry["ids"] if "ids" in entry else entry["targets"]
         feature[key] = tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
     else:
-        data = base64.b64decode(entry["image"])
-        feature["image/encoded"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[data]))
+        key = "image" if "image" in entry else "audio"
+        data = base64.b64decode(entry[key])
+        feature[f"{key}/encoded"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[data]))
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 

@@ -1,11 +1,13 @@
 """The tf.Module a SavedModel export saves, and its signatures.
 
     serving_default   {"inputs": string [B]} raw text (image problems: encoded PNG/JPEG
-                      bytes) -> {"outputs": string [B], "scores": float32 [B]}
+                      bytes; speech problems: WAV files' bytes, 16-bit mono at the
+                      problem's sample rate) -> {"outputs": string [B], "scores": float32 [B]}
                       (+ "beams" string [B, K], "beam_scores" [B, K] with return_beams)
     serve_tf_example  {"examples": string [B]} serialized tf.train.Examples with int64
                       "inputs" ids (images: "image/encoded") -> {"outputs": int64 [B, L]
-                      ids, 0 after EOS, "scores"} (+ "beams" int64 [B, K, L], ...)
+                      ids, 0 after EOS, "scores"} (+ "beams" int64 [B, K, L], ...); speech:
+                      "audio/encoded" PCM16 bytes as t2t-datagen stores them
     attention         text problems of models with encoder-decoder attention (transformer):
                       {"inputs": string [B], "outputs": string [B]} -> {"weights":
                       float32 [B, layers, heads, T, S], "source_tokens": string [B, S],
@@ -27,11 +29,12 @@ from typing import Any
 
 import tensorflow as tf
 
+from t2t.decoding import audio_inputs
 from t2t.decoding import infer as infer_lib
 from t2t.decoding.settings import DecodeSettings
 from t2t.features import Modality
 from t2t.models import variable_names
-from t2t.serving import tokenizers
+from t2t.serving import audio_serving, tokenizers
 
 TEXT_SIGNATURE = "serving_default"
 EXAMPLES_SIGNATURE = "serve_tf_example"
@@ -56,9 +59,10 @@ def underlying_variables(model: Any) -> list[tf.Variable]:
 
 
 def _model_input_spec(problem_name: str, php: Any) -> tf.TensorSpec:
-    """What the model decodes: int32 ids [B, L], or uint8 images [B, H, W, C]."""
+    """What the model decodes: int32 ids [B, L] (audio: PCM ids), or uint8 images
+    [B, H, W, C]."""
     kind = php.modality.get("inputs")
-    if kind == Modality.SYMBOL:
+    if kind in (Modality.SYMBOL, Modality.AUDIO):
         return tf.TensorSpec([None, None], tf.int32)
     if kind != Modality.IMAGE:
         raise ExportError(f"{problem_name}: cannot serve {kind} inputs.")
@@ -97,6 +101,8 @@ class _Builder:
     def __init__(self, model: Any, settings: DecodeSettings, input_spec: tf.TensorSpec):
         self.model, self.settings = model, settings
         self.is_image = input_spec.dtype == tf.uint8
+        self.is_audio = model.problem_hparams.modality.get("inputs") == Modality.AUDIO
+        self.sample_rate = model.problem_hparams.audio_sample_rate
         self.is_class_label = model.problem_hparams.is_classifier
         self.image_shape = input_spec.shape.as_list()[1:]
         self.decode_images = _decode_images_fn(self.image_shape) if self.is_image else None
@@ -107,6 +113,9 @@ class _Builder:
         [B, K, L], beam scores [B, K]), as t2t's Decoder runs it."""
         s = self.settings
         longest = tf.shape(inputs)[1] if not self.is_image else 0
+        if self.is_audio:  # t2t.decoding.audio_inputs.decode_budget
+            longest = (longest * audio_inputs.CHARS_PER_SECOND + self.sample_rate - 1
+                       ) // self.sample_rate
         decode_length = s.max_new_tokens or longest + s.extra_length  # settings.new_tokens
         result = infer_lib.infer(self.model, {"inputs": inputs}, decode_length, **s.infer_args())
         outputs, scores = result["outputs"], result["scores"]
@@ -128,6 +137,10 @@ class _Builder:
                 parsed = tf.io.parse_example(
                     examples, {"image/encoded": tf.io.FixedLenFeature((), tf.string)})
                 inputs = self.decode_images(parsed["image/encoded"])
+            elif self.is_audio:
+                parsed = tf.io.parse_example(
+                    examples, {"audio/encoded": tf.io.FixedLenFeature((), tf.string)})
+                inputs = audio_serving.pcm16_ids(parsed["audio/encoded"])
             else:
                 parsed = tf.io.parse_example(examples, {"inputs": tf.io.RaggedFeature(tf.int64)})
                 inputs = self._prepare_ids(parsed["inputs"])
@@ -159,6 +172,8 @@ class _Builder:
         def serve_text(inputs):
             if self.is_image:
                 prepared = self.decode_images(inputs)
+            elif self.is_audio:
+                prepared = audio_serving.wav_ids(inputs, self.sample_rate)
             else:
                 text = tokenizers.valid_utf8(inputs)
                 prepared = module.inputs_tokenizer.encode_for_model(
@@ -241,10 +256,10 @@ def build_serving_module(
     examples = builder.examples_signature()
     if not text_signature:
         return module, {TEXT_SIGNATURE: examples, EXAMPLES_SIGNATURE: examples}
-    if not builder.is_image:
+    if not builder.is_image and not builder.is_audio:
         module.inputs_tokenizer = tokenizers.from_encoder(encoders.get("inputs"))
     module.targets_tokenizer = tokenizers.from_encoder(encoders.get("targets"))
     signatures = {TEXT_SIGNATURE: builder.text_signature(module), EXAMPLES_SIGNATURE: examples}
-    if has_attention_signature(model, builder.is_image):
+    if has_attention_signature(model, builder.is_image or builder.is_audio):
         signatures[ATTENTION_SIGNATURE] = builder.attention_signature(module)
     return module, signatures

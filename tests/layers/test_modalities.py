@@ -207,8 +207,8 @@ def test_identity_modality_passes_through():
 
 # -------------------------------------------------------------------- errors
 def test_unknown_modality():
-    with pytest.raises(ValueError, match="Unknown modality 'audio' for feature 'inputs'"):
-        modalities.create_modality("audio", 10, hparams(), "inputs")
+    with pytest.raises(ValueError, match="Unknown modality 'video' for feature 'inputs'"):
+        modalities.create_modality("video", 10, hparams(), "inputs")
 
 
 @pytest.mark.parametrize("kind", ["symbol", "class_label"])

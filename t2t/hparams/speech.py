@@ -96,22 +96,23 @@ def transformer_librispeech() -> HParams:
     return transformer_librispeech_v2()
 
 
-@registry.register_hparams
-def transformer_librispeech_tpu_v1() -> HParams:
-    """v1 for TPUs: 16 utterances per core, fixed shapes (Tensor2Tensor's batch_size=16)."""
-    hp = transformer_librispeech_v1()
+def _for_tpu(hp: HParams) -> HParams:
+    """Tensor2Tensor's TPU variant: 16 utterances per core, librispeech lengths."""
     hp.batch_size = 16
     hp.use_fixed_batch_size = True
     return set_librispeech_length_hparams(hp)
+
+
+@registry.register_hparams
+def transformer_librispeech_tpu_v1() -> HParams:
+    """v1 for TPUs: 16 utterances per core (fixed batches)."""
+    return _for_tpu(transformer_librispeech_v1())
 
 
 @registry.register_hparams
 def transformer_librispeech_tpu_v2() -> HParams:
-    """v2 for TPUs: 16 utterances per core."""
-    hp = transformer_librispeech_v2()
-    hp.batch_size = 16
-    hp.use_fixed_batch_size = True
-    return set_librispeech_length_hparams(hp)
+    """v2 for TPUs: 16 utterances per core (fixed batches)."""
+    return _for_tpu(transformer_librispeech_v2())
 
 
 @registry.register_hparams

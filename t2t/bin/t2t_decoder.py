@@ -8,7 +8,8 @@
                                           # them to DECODE_TO_FILE.scores.json
 
   # A problem whose metrics include ROUGE (summarize_*): ROUGE-1/2/L too (rouge-score:
-  # pip install 't2t[summarization]'), printed and in DECODE_TO_FILE.scores.json
+  # pip install 't2t[summarization]'), printed and in DECODE_TO_FILE.scores.json;
+  # a speech problem: WER and CER (jiwer: pip install 't2t[speech]'), lines = audio paths
   t2t-decoder --output_dir=CNN_RUN --decode_from_file=articles.txt \\
       --decode_reference=summaries.txt
 
@@ -86,12 +87,15 @@ def _print_scores(scores: dict) -> None:
 
 
 def _scores_record(scores: dict, lines: int, reference_path: str) -> dict:
-    """DECODE_TO_FILE.scores.json's fields; ROUGE's only where it was computed."""
+    """DECODE_TO_FILE.scores.json's fields; ROUGE's and WER/CER's only where computed."""
     record = {"bleu": scores["bleu"], "chrf": scores["chrf"], "lines": lines,
               "bleu_signature": scores["bleu_signature"],
               "chrf_signature": scores["chrf_signature"], "reference": reference_path}
     if "rouge" in scores:
         record.update(scores["rouge"], rouge_signature=scores["rouge_signature"])
+    if "error_rates" in scores:  # speech problems: WER/CER (t2t.decoding.speech_metrics)
+        record.update(wer=scores["wer"], cer=scores["cer"], error_rates=scores["error_rates"],
+                      error_rates_signature=scores["error_rates_signature"])
     return record
 
 
@@ -213,10 +217,11 @@ def main(argv: list[str]) -> None:
               f"batches decoded without a file)", file=sys.stderr, flush=True)
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
-    from t2t.decoding import text_metrics
+    from t2t.decoding import speech_metrics, text_metrics
     from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.problems import multi_problem
     from t2t.problems import problem as problem_lib
+    from t2t.utils import optional_deps
 
     task = config_flags.build(config.TaskConfig)
     try:
@@ -232,6 +237,8 @@ def main(argv: list[str]) -> None:
         registry.model(model_name)
         if FLAGS.decode_reference and text_metrics.wants_rouge(problem.eval_metrics()):
             text_metrics.require_rouge()  # before the model loads and the decoding
+        if FLAGS.decode_reference and speech_metrics.wants_error_rates(problem.eval_metrics()):
+            optional_deps.require("jiwer", "speech", "WER/CER")
         # On stderr: stdout carries the decodes (interactive answers, dev triples).
         common_flags.print_locations(data_dir, output_dir, sys.stderr)
         if dhp.write_attention and (FLAGS.score_file or FLAGS.decode_interactive):

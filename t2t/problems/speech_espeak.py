@@ -17,6 +17,7 @@ TRAIN_VOICES (the seen-voice figure: new sentences, known speakers).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import re
@@ -84,12 +85,17 @@ def plain_sentences(text: str, min_words: int = 4, max_words: int = 14) -> Itera
 
 def docstring_sentences(stdlib: str | None = None) -> list[str]:
     """The distinct plain sentences of the standard library's docstrings, in file order."""
+    return list(_docstring_sentences(stdlib or text_files.stdlib_dir()))
+
+
+@functools.lru_cache(maxsize=4)  # read once per process: ~3 s, asked for by each split
+def _docstring_sentences(stdlib: str) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for path in text_files.stdlib_modules(stdlib or text_files.stdlib_dir()):
+    for path in text_files.stdlib_modules(stdlib):
         text = text_files.module_text(path)
         for sentence in plain_sentences(text or ""):
             seen.setdefault(sentence, None)
-    return list(seen)
+    return tuple(seen)
 
 
 def held_out(sentence: str, percent: int = 10) -> bool:

@@ -15,6 +15,7 @@ import soundfile
 
 from t2t.problems import speech
 from tests.helpers.binaries import run_binary
+from tests.helpers.runs import NO_DECODE_SUMMARIES
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None,
                                 reason="espeak-ng is not installed (apt-get install espeak-ng)")
@@ -45,7 +46,7 @@ def trained(tmp_path_factory):
                          "--hparams_set=transformer_speech_tiny", f"--hparams={HPARAMS}",
                          f"--data_dir={data_dir}", f"--output_dir={output_dir}",
                          "--train_steps=4", "--local_eval_frequency=4", "--eval_steps=1",
-                         "--save_checkpoints_steps=4")
+                         "--save_checkpoints_steps=4", NO_DECODE_SUMMARIES)
     assert trained.code == 0, trained.err[-3000:]
     # Files a user speaks: a 16 kHz WAV and a 22,050 Hz FLAC (resampled on reading).
     _speak(SPOKEN[0], root / "a.wav", 16000, "WAV")

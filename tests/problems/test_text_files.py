@@ -301,7 +301,7 @@ def test_docstring_corpus_from_a_fake_stdlib(tmp_path, caplog, monkeypatch):
     assert manifest["modules"] == 3 and manifest["python"] == __import__("sys").version
 
     # Idempotent: a second build reads the manifest and extracts nothing.
-    monkeypatch.setattr(text_files, "_module_text", lambda path: pytest.fail("rebuilt"))
+    monkeypatch.setattr(text_files, "module_text", lambda path: pytest.fail("rebuilt"))
     assert text_files.build_docstring_corpus(stdlib, out) == manifest
     monkeypatch.undo()
     # Another Python version: rebuilt from scratch (stale files go).

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-PCM_OFFSET = 32769  # id of a 16-bit sample s: s + 32769, in [1, 65536]; 0 pads
+from t2t.features import PCM_OFFSET
+
 PCM_SCALE = 32768.0  # int16 full scale
 
 # The model hparams the audio modality reads (t2t.hparams.speech.add_audio_hparams sets

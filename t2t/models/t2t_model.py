@@ -19,7 +19,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t import registry
-from t2t.features import EOS_ID, EVAL, MODES, PREDICT, TRAIN, Modality, ProblemHParams
+from t2t.features import EOS_ID, EVAL, MODES, PCM_OFFSET, PREDICT, TRAIN, Modality, ProblemHParams
 from t2t.hparams.hparams import HParams, HParamsError
 from t2t.layers import common, modalities
 
@@ -187,9 +187,9 @@ def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
             features[name] = tf.ones([1, 1], tf.int32)
         elif kind == Modality.REAL:
             features[name] = tf.zeros([1, 4, problem_hparams.vocab_size.get(name) or 1])
-        elif kind == Modality.AUDIO:  # 0.1 s of silence (id 32769: sample 0)
+        elif kind == Modality.AUDIO:  # 0.1 s of silence
             samples = (problem_hparams.audio_sample_rate or 16000) // 10
-            features[name] = tf.fill([1, samples], 32769)
+            features[name] = tf.fill([1, samples], PCM_OFFSET)
         else:
             features[name] = tf.ones([1, 4], tf.int32)
     return features

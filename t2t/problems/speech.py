@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from absl import logging
 
+from t2t.features import PCM_OFFSET
 from t2t.problems import problem, text_problems
 from t2t.problems.text_problems import VOCAB_CHARACTER
 from t2t.utils import optional_deps
@@ -30,7 +31,6 @@ from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")
 
-PCM_OFFSET = 32769  # t2t.layers.audio.PCM_OFFSET (problems do not import layers)
 
 
 class AudioError(ValueError):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-PCM_OFFSET = 32769  # t2t.layers.audio.PCM_OFFSET
+from t2t.features import PCM_OFFSET
+
 _RAGGED_IDS = tf.RaggedTensorSpec([None], tf.int32, ragged_rank=0)
 
 

@@ -28,7 +28,7 @@ from absl import logging
 
 from t2t.config import DecodeHParams
 from t2t.decoding import decoder as decoder_lib
-from t2t.features import EOS_ID, Modality
+from t2t.features import EOS_ID, PCM_OFFSET, Modality
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
 from t2t.serving import parity_worker
@@ -105,7 +105,7 @@ def _audio_ids(data: bytes) -> np.ndarray:
     if data[:4] == b"RIFF":
         with wave.open(io.BytesIO(data), "rb") as f:
             data = f.readframes(f.getnframes())
-    return np.frombuffer(data, "<i2").astype(np.int32) + 32769  # t2t.layers.audio
+    return np.frombuffer(data, "<i2").astype(np.int32) + PCM_OFFSET
 
 
 def _chunks(items: list[Any], size: int) -> list[list[Any]]:

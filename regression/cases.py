@@ -23,6 +23,11 @@ MIRROR_SOURCES = {
     FASHION_MNIST_MIRROR: "on Debian/Ubuntu: apt-get install dataset-fashion-mnist",
 }
 
+# Programs a case's data needs on PATH -> how to get them (shown when it is skipped).
+PROGRAM_SOURCES = {
+    "espeak-ng": "on Debian/Ubuntu: apt-get install espeak-ng",
+}
+
 # Strategy name -> trainer flags; None: the trainer cannot run that strategy yet.
 STRATEGIES: dict[str, tuple[str, ...] | None] = {
     "default": (),
@@ -37,8 +42,10 @@ LAUNCHES: dict[str, tuple[str, ...]] = {
     "ps_1_worker_1": ("--num_workers=1", "--num_ps=1"),
 }
 
-# Metrics measured after training by t2t-decoder (bleu, chrf) and t2t-exporter.
-POST_TRAINING_METRICS = ("bleu", "chrf", "export_parity")
+# Metrics measured after training by t2t-decoder (bleu, chrf; wer, cer of speech) and
+# t2t-exporter.
+DECODE_METRICS = ("bleu", "chrf", "wer", "cer")
+POST_TRAINING_METRICS = (*DECODE_METRICS, "export_parity")
 
 NOT_MEASURED = "not measured yet: band set by the lead from a target, not from a run here"
 
@@ -63,12 +70,18 @@ class Case:
     measured_on: str = NOT_MEASURED
     expected_minutes: float = 0.0
     data_mirror: str | None = None
+    # Programs the case needs on PATH (e.g. espeak-ng to synthesize its corpus).
+    programs: tuple[str, ...] = ()
     notes: str = ""
     # After training, t2t-decoder decodes the dev split (t2t-datagen --dump_text) with
     # these decode hparams, e.g. "beam_size=4,alpha=0.6", scored against its targets:
-    # metrics "bleu" and "chrf" (sacrebleu, 0-100).
+    # metrics "bleu" and "chrf" (sacrebleu, 0-100); of a speech problem, "wer" and "cer"
+    # (jiwer, percent).
     decode_hparams: str | None = None
     decode_split: str = "dev"
+    # More splits decoded the same way after training; their scores are named
+    # "<split>_<metric>" (e.g. "test_wer" beside the decode_split's "wer").
+    also_decode_splits: tuple[str, ...] = ()
     # After training, t2t-exporter writes a SavedModel; its parity gate (a fresh process
     # decodes dev examples with the SavedModel and must agree with t2t's own decoding)
     # gives metric "export_parity": 1.0 when it passed, 0.0 when not.
@@ -442,6 +455,18 @@ CASES: tuple[Case, ...] = (
                     "1.0 in 26.1 min on 2026-11-22",
         notes="transformer_tiny_reverse over two mirrored logical CPU devices.",
     ),
+    Case(
+        name="transformer_speech_tiny_espeak", problem="speech_synthetic_espeak",
+        model="transformer", hparams_set="transformer_speech_tiny", train_steps=3000,
+        trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="wer", band=(0.0, 100.0), also={"test_wer": (0.0, 100.0)},
+        decode_hparams="beam_size=1", also_decode_splits=("test",),
+        programs=("espeak-ng",), expected_minutes=35,
+        notes="Speech recognition of the espeak-ng corpus: WER (jiwer, percent) of greedy "
+              "decodes of dev (held-out sentences in 3 voices never heard in training) "
+              "and test (the same sentences in the training voices). The curve is the "
+              "WER of 200 dev utterances at each evaluation.",
+    ),
     # Headline results of Tensor2Tensor: only run where --hardware lists the hardware.
     Case(
         name="transformer_big_ende", problem="translate_ende_wmt32k", model="transformer",
@@ -466,6 +491,22 @@ CASES: tuple[Case, ...] = (
               "t2t-decoder's beam-4 decodes of the dev split (newstest2013).",
     ),
     Case(
+        name="transformer_librispeech_test_clean", problem="librispeech_train_full_test_clean",
+        model="transformer", hparams_set="transformer_librispeech", train_steps=250_000,
+        trainer_flags={"local_eval_frequency": 10_000, "save_checkpoints_steps": 10_000},
+        strategy="mirrored_gpu_8", metric="test_wer", band=(5.0, 9.0),
+        decode_hparams="beam_size=4,alpha=0.6", also_decode_splits=("test",),
+        hardware="8xV100", expected_minutes=3 * 24 * 60,
+        measured_on="No published figure: Tensor2Tensor's README only says a Transformer "
+                    "without a language model gets \"a really good word error rate\" "
+                    "(tensor2tensor#1646 asks for a baseline; none was given). The band "
+                    "centres on the ~7% test-clean WER a Tensor2Tensor user reported for "
+                    "transformer_librispeech_tpu on the 960 h (tensor2tensor#1022).",
+        notes="960 h of LibriSpeech; WER of beam-4 decodes of test-clean (and dev-clean as "
+              "\"wer\"), Tensor2Tensor's default --train_steps. Not run here (2 CPU "
+              "cores, no GPU, 60 GB of audio).",
+    ),
+    Case(
         name="shake_shake_cifar10", problem="image_cifar10", model="shake_shake",
         hparams_set="shakeshake_big", train_steps=700_000,
         trainer_flags={"local_eval_frequency": 10_000, "save_checkpoints_steps": 10_000,
@@ -479,6 +520,7 @@ CASES: tuple[Case, ...] = (
 
 # Metrics with a bounded range: a band equal to it checks nothing.
 _WHOLE_RANGES = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "chrf": (0.0, 100.0),
+                 "wer": (0.0, float("inf")), "cer": (0.0, float("inf")),
                  "export": (0.0, 1.0)}
 
 
@@ -504,13 +546,20 @@ def validate(cases: Iterable[Case] = CASES) -> list[str]:
             if whole is not None and (low, high) == whole:
                 errors.append(f"{case.name}: the {metric} band {list(whole)} is the metric's "
                               f"whole range, so it can never fail: set the band it must reach")
-        post_metrics = ({"bleu", "chrf"} if case.decode_hparams is not None else set()) | (
+        decoded = case.decode_hparams is not None
+        post_metrics = (set(DECODE_METRICS) if decoded else set()) | (
             {"export_parity"} if case.export else set())
         for metric in case.bands():
             if metric in POST_TRAINING_METRICS and metric not in post_metrics:
                 errors.append(f"{case.name}: metric {metric!r} needs "
                               + ("decode_hparams" if metric != "export_parity" else "export=True"))
-        split_metric = case.metric.split("_")[0] in ("test", "train")
+            split, _, decode_metric = metric.partition("_")
+            if (decode_metric in DECODE_METRICS and metric not in POST_TRAINING_METRICS
+                    and not (decoded and split in case.also_decode_splits)):
+                errors.append(f"{case.name}: metric {metric!r} needs decode_hparams and "
+                              f"{split!r} in also_decode_splits")
+        split, _, name = case.metric.partition("_")
+        split_metric = split in ("test", "train") and name not in DECODE_METRICS
         if split_metric and case.eval_split_after != case.metric.split("_")[0]:
             errors.append(f"{case.name}: metric {case.metric!r} needs "
                           f"eval_split_after={case.metric.split('_')[0]!r}")

@@ -34,8 +34,10 @@ from regression import matrix
 from regression.cases import (
     CASES,
     CPU_2CORE,
+    DECODE_METRICS,
     LAUNCHES,
     MIRROR_SOURCES,
+    PROGRAM_SOURCES,
     STRATEGIES,
     Case,
 )
@@ -132,7 +134,8 @@ def parse_hardware(spec: str | None) -> frozenset[str]:
 
 
 def skip_reasons(case: Case, hardware: Iterable[str], registered: Registered,
-                 mirror_exists: Callable[[str], bool] = os.path.isdir) -> list[str]:
+                 mirror_exists: Callable[[str], bool] = os.path.isdir,
+                 program_exists: Callable[[str], object] = shutil.which) -> list[str]:
     """Why `case` cannot run here; empty when it can."""
     hardware = frozenset(hardware)
     reasons = []
@@ -153,6 +156,10 @@ def skip_reasons(case: Case, hardware: Iterable[str], registered: Registered,
     if mirror and "://" not in mirror and not mirror_exists(mirror):
         source = MIRROR_SOURCES.get(mirror)
         reasons.append(f"data mirror {mirror} missing" + (f" ({source})" if source else ""))
+    for program in case.programs:
+        if not program_exists(program):
+            source = PROGRAM_SOURCES.get(program)
+            reasons.append(f"program {program} not found" + (f" ({source})" if source else ""))
     return reasons
 
 
@@ -318,16 +325,16 @@ def post_training_commands(case: Case, output_dir: str) -> list[list[str]]:
     data_dir = os.path.join(output_dir, "data")
     case_dir = os.path.join(output_dir, case.name)
     commands = []
-    if case.decode_hparams is not None:
-        text = os.path.join(case_dir, case.decode_split)
+    for split in decoded_splits(case):
+        text = os.path.join(case_dir, split)
         commands.append([*tool_command("t2t-datagen"), f"--problem={case.problem}",
-                         f"--data_dir={data_dir}", f"--inspect_split={case.decode_split}",
+                         f"--data_dir={data_dir}", f"--inspect_split={split}",
                          f"--dump_text={text}"])
         commands.append([*tool_command("t2t-decoder"), f"--output_dir={case_dir}",
                          f"--data_dir={data_dir}", f"--decode_hparams={case.decode_hparams}",
                          f"--decode_from_file={text}.inputs",
                          f"--decode_reference={text}.targets",
-                         f"--decode_to_file={os.path.join(case_dir, DECODES_FILE)}"])
+                         f"--decode_to_file={os.path.join(case_dir, decodes_file(case, split))}"])
     if case.eval_split_after:
         commands.append([*tool_command("t2t-trainer"), *case.trainer_args(),
                          f"--data_dir={data_dir}", f"--output_dir={case_dir}",
@@ -340,14 +347,27 @@ def post_training_commands(case: Case, output_dir: str) -> list[list[str]]:
     return commands
 
 
-def read_decode_scores(case_dir: str) -> dict[str, float]:
-    """bleu and chrf that t2t-decoder wrote next to its decodes ({} when absent)."""
-    path = os.path.join(case_dir, DECODES_FILE + ".scores.json")
+def decoded_splits(case: Case) -> list[str]:
+    """The splits decoded after training: decode_split, then also_decode_splits."""
+    if case.decode_hparams is None:
+        return []
+    return [case.decode_split, *case.also_decode_splits]
+
+
+def decodes_file(case: Case, split: str) -> str:
+    """decodes.txt for the decode_split, decodes.SPLIT.txt for the others."""
+    return DECODES_FILE if split == case.decode_split else f"decodes.{split}.txt"
+
+
+def read_decode_scores(case_dir: str, filename: str = DECODES_FILE) -> dict[str, float]:
+    """bleu, chrf (text) or wer, cer (speech) that t2t-decoder wrote next to its decodes
+    ({} when absent)."""
+    path = os.path.join(case_dir, filename + ".scores.json")
     if not os.path.exists(path):
         return {}
     with open(path, encoding="utf-8") as f:
         scores = json.load(f)
-    return {k: float(scores[k]) for k in ("bleu", "chrf") if k in scores}
+    return {k: float(scores[k]) for k in DECODE_METRICS if scores.get(k) is not None}
 
 
 def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO,
@@ -378,11 +398,12 @@ def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO
             metrics[case.below_baseline] = baselines.compute(case.below_baseline, case, output_dir)
         except Exception as e:  # a missing xz, unreadable data: this case fails, the run goes on
             return metrics, f"baseline {case.below_baseline} failed: {type(e).__name__}: {e}"
-    if case.decode_hparams is not None:
-        scores = read_decode_scores(os.path.join(output_dir, case.name))
+    for split in decoded_splits(case):
+        scores = read_decode_scores(os.path.join(output_dir, case.name), decodes_file(case, split))
         if not scores:
-            return metrics, "t2t-decoder wrote no scores"
-        metrics.update(scores)
+            return metrics, f"t2t-decoder wrote no scores for the {split} split"
+        prefix = "" if split == case.decode_split else f"{split}_"
+        metrics.update({prefix + name: value for name, value in scores.items()})
     return metrics, ""
 
 

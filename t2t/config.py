@@ -110,6 +110,11 @@ class TrainerConfig:
                                       "ones stay on disk, unlisted.")
     decode_summaries: int = setting(3, "Dev examples decoded greedily into TensorBoard text "
                                     "at each evaluation.", flag=False)
+    eval_decode_examples: int = setting(-1, "Eval-split examples decoded greedily at each "
+                                        "evaluation to report the problem's decode metrics "
+                                        "(WER and CER of speech, BLEU and chrF of "
+                                        "translation) beside accuracy and loss. -1: 200 for "
+                                        "problems with WER/CER, else none; 0: none.")
     checkpoint_iterator: bool = setting(True, "Save the input position with the checkpoints "
                                         "(exact resume, one device).", flag=False)
     profile_steps: str = setting("", "Capture a TensorFlow profiler trace of steps START,END "

@@ -29,7 +29,7 @@ def add_audio_hparams(hp: HParams) -> HParams:
     hp.add_hparam("audio_upper_edge_hertz", 0.0)  # 0: the Nyquist frequency
     hp.add_hparam("audio_preemphasis", 0.97)
     hp.add_hparam("audio_add_delta_deltas", True)
-    hp.add_hparam("audio_normalization", "per_utterance")  # or "none"
+    hp.add_hparam("audio_normalization", "per_utterance")  # or "global", "none"
     hp.add_hparam("audio_frontend_layers", 2)  # stride-2 3x3 convolutions
     hp.add_hparam("audio_frontend_channels", 64)
     # SpecAugment (Park et al. 2019) without time warping; training only. LibriSpeech's
@@ -38,9 +38,14 @@ def add_audio_hparams(hp: HParams) -> HParams:
     hp.add_hparam("specaugment_freq_mask_max_bins", 27)
     hp.add_hparam("specaugment_time_masks", 0)
     hp.add_hparam("specaugment_time_mask_max_frames", 100)
+    # Joint CTC-attention training (t2t.layers.ctc): 0 keeps Tensor2Tensor's attention only.
+    hp.add_hparam("ctc_loss_weight", 0.0)
     # Length buckets count samples: the first at 0.5 s (16 kHz). The text default (8)
     # would put batch_size / 8 utterances in one batch window: gigabytes.
     hp.min_length_bucket = 8000
+    # Batches of audio are large (transformer_librispeech_v1's 750 s: 48 MB of int32
+    # samples): the text default of 512 shuffled batches would hold 24 GB.
+    hp.batch_shuffle_size = 32
     return hp
 
 
@@ -141,4 +146,5 @@ def transformer_speech_tiny() -> HParams:
     hp.batch_size = 16000 * 60  # a minute of audio per batch
     hp.max_length = 16000 * 8  # utterances up to 8 s
     hp.learning_rate_warmup_steps = 1000
+    hp.ctc_loss_weight = 0.3
     return hp

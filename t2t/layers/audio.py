@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -36,7 +37,10 @@ AUDIO_HPARAMS = (
     "specaugment_time_masks", "specaugment_time_mask_max_frames", "specaugment_freq_masks",
     "specaugment_freq_mask_max_bins",
 )
-NORMALIZATIONS = ("per_utterance", "none")
+NORMALIZATIONS = ("per_utterance", "global", "none")
+# GlobalMeanVariance's frame count stops here (about 28 hours of 10 ms frames): beyond
+# it the statistics follow the data as an average over about this many recent frames.
+GLOBAL_COUNT_CAP = 1e7
 
 
 def pcm16_to_ids(samples: np.ndarray) -> np.ndarray:
@@ -65,13 +69,17 @@ def frame_sizes(sample_rate: int, frame_length_ms: float, frame_step_ms: float) 
     return length, step, 2 ** math.ceil(math.log2(length))
 
 
-def log_mel_features(ids: tf.Tensor, sample_rate: int, hparams: Any) -> tuple[tf.Tensor, tf.Tensor]:
+def log_mel_features(ids: tf.Tensor, sample_rate: int, hparams: Any,
+                     global_normalizer: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
+                     ) -> tuple[tf.Tensor, tf.Tensor]:
     """ids int32 [B, N] -> (log-mel features float32 [B, T, M, C], frames int32 [B]).
 
     Pre-emphasis, a Hann-windowed STFT (frames that fit wholly in the signal), the power
     spectrum through `audio_num_mel_bins` triangular mel filters, log(x + 1e-6); with
     `audio_add_delta_deltas` the first and second time differences as channels 2 and 3;
-    normalized per utterance (`audio_normalization`); padded frames are 0."""
+    normalized (`audio_normalization`) per utterance, or "global"ly by
+    `global_normalizer(features [B, T, M, 1], valid-frame mask [B, T, 1, 1])` (a
+    GlobalMeanVariance); padded frames are 0."""
     wave, samples = ids_to_waveform(ids)
     length, step, fft_length = frame_sizes(sample_rate, hparams.audio_frame_length,
                                            hparams.audio_frame_step)
@@ -90,6 +98,11 @@ def log_mel_features(ids: tf.Tensor, sample_rate: int, hparams: Any) -> tuple[tf
     mask = tf.sequence_mask(frames, tf.shape(features)[1], tf.float32)[:, :, None, None]
     if hparams.audio_normalization == "per_utterance":
         features = _normalize(features, mask)
+    elif hparams.audio_normalization == "global":
+        if global_normalizer is None:
+            raise ValueError("audio_normalization='global' needs the running statistics of "
+                             "the audio modality (a GlobalMeanVariance layer).")
+        features = global_normalizer(features, mask)
     elif hparams.audio_normalization != "none":
         raise ValueError(f"audio_normalization={hparams.audio_normalization!r}: use one of "
                          f"{', '.join(NORMALIZATIONS)}.")
@@ -105,6 +118,57 @@ def _normalize(features: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     mean = tf.reduce_sum(features * mask, axis=1, keepdims=True) / count
     variance = tf.reduce_sum(tf.square(features - mean) * mask, axis=1, keepdims=True) / count
     return (features - mean) * tf.math.rsqrt(variance + 1e-6)
+
+
+class GlobalMeanVariance(keras.layers.Layer):
+    """Normalization by corpus-wide statistics: the mean and variance of each mel bin
+    over every valid training frame seen so far, merged batch by batch (Chan et al.'s
+    parallel update), saved with the model and applied alike in training, evaluation,
+    decoding and the export. Only training updates them (the frame count stops at
+    GLOBAL_COUNT_CAP); before any training they are mean 0, variance 1.
+
+    features float32 [B, T, M, 1], mask float32 [B, T, 1, 1] -> normalized features."""
+
+    def __init__(self, name: str = "global_mean_variance", **kwargs: Any):
+        super().__init__(name=name, dtype="float32", **kwargs)
+
+    def build(self, features_shape: Any, mask_shape: Any = None) -> None:
+        bins = int(features_shape[2])
+        # "mean" aggregation: with several replicas each merges its own batch and the
+        # results are averaged.
+        weight = dict(trainable=False, initializer="zeros", aggregation="mean")
+        self.count = self.add_weight(shape=(), name="count", **weight)
+        self.mean = self.add_weight(shape=(bins,), name="mean", **weight)
+        self.squared_deviations = self.add_weight(shape=(bins,), name="squared_deviations",
+                                                  **weight)
+
+    def call(self, features: tf.Tensor, mask: tf.Tensor, training: bool | None = None
+             ) -> tf.Tensor:
+        count = tf.convert_to_tensor(self.count)
+        mean = tf.convert_to_tensor(self.mean)
+        squares = tf.convert_to_tensor(self.squared_deviations)
+        if training:
+            count, mean, squares = self._merged(features, mask, count, mean, squares)
+            self.count.assign(count)
+            self.mean.assign(mean)
+            self.squared_deviations.assign(squares)
+        variance = tf.where(count > 0, squares / tf.maximum(count, 1.0), tf.ones_like(squares))
+        return (features - mean[:, None]) * tf.math.rsqrt(variance + 1e-6)[:, None]
+
+    @staticmethod
+    def _merged(features, mask, count, mean, squares):
+        """The statistics with this batch's valid frames merged in."""
+        batch_count = tf.reduce_sum(mask)
+        batch_mean = tf.reduce_sum(features * mask, axis=[0, 1, 3]) / tf.maximum(batch_count, 1.0)
+        batch_squares = tf.reduce_sum(tf.square(features - batch_mean[:, None]) * mask,
+                                      axis=[0, 1, 3])
+        total = count + batch_count
+        delta = batch_mean - mean
+        share = batch_count / tf.maximum(total, 1.0)
+        mean = mean + delta * share
+        squares = squares + batch_squares + tf.square(delta) * count * share
+        scale = tf.minimum(1.0, GLOBAL_COUNT_CAP / tf.maximum(total, 1.0))
+        return total * scale, mean, squares * scale
 
 
 def _delta(features: tf.Tensor, frames: tf.Tensor) -> tf.Tensor:

@@ -214,10 +214,15 @@ class AudioModality(Modality):
         self.project = keras.layers.Dense(hparams.hidden_size, name="project",
                                           kernel_initializer=common.initializer(hparams))
         self.seed_generator = keras.random.SeedGenerator(name="specaugment_seed")
+        self.global_statistics = (audio.GlobalMeanVariance()
+                                  if hparams.audio_normalization == "global" else None)
 
     def bottom(self, x, training=None):
         hp = self.hparams
-        features, frames = audio.log_mel_features(x, self.sample_rate, hp)
+        normalizer = None
+        if self.global_statistics is not None:
+            normalizer = lambda f, mask: self.global_statistics(f, mask, training=training)  # noqa: E731
+        features, frames = audio.log_mel_features(x, self.sample_rate, hp, normalizer)
         if training and (hp.specaugment_time_masks or hp.specaugment_freq_masks):
             features = audio.spec_augment(
                 features, frames, hp,

@@ -19,7 +19,7 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
-from t2t.layers import attention, common, feed_forward, positional, relative_attention
+from t2t.layers import attention, common, ctc, feed_forward, positional, relative_attention
 from t2t.models import t2t_model
 from t2t.models.step_interface import ANCESTRY, SLOTS
 
@@ -52,6 +52,7 @@ class _Sublayer(common.Layer):
         return out if cache is None else (out, cache)
 
 
+_CTC_LABELS = "targets_ctc_labels"  # target ids kept beside their embedding for the CTC loss
 SELF_ATTENTION_TYPES = ("dot_product", "dot_product_relative")  # hparams.self_attention_type
 
 
@@ -164,6 +165,13 @@ class Transformer(t2t_model.T2TModel):
         if not self.is_classifier:
             self.decoder = Stack(hp, [DecoderLayer(hp, self.has_encoder, f"layer_{i}")
                                       for i in range(_layer_count(hp, "num_decoder_layers"))], "decoder")
+        ctc_weight = hp.get("ctc_loss_weight", 0.0)
+        self.ctc = None
+        if ctc_weight:
+            if not self.has_encoder or self.is_classifier:
+                raise ValueError(f"ctc_loss_weight={ctc_weight!r} needs an encoder-decoder "
+                                 "(a problem with inputs and sequence targets); set it to 0.")
+            self.ctc = ctc.CTCLoss(self.problem_hparams.vocab_size["targets"], ctc_weight, hp)
 
     # ------------------------------------------------------------ encoder
     def encode(self, inputs: tf.Tensor, features: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -264,6 +272,16 @@ class Transformer(t2t_model.T2TModel):
         return bias
 
     # --------------------------------------------------------------- body
+    def bottom(self, features, training):
+        transformed = super().bottom(features, training)
+        # Not when predicting: the uncached decoders call the model on partial targets.
+        if self.ctc is not None and "targets" in features and self.mode != t2t_model.PREDICT:
+            if "inputs_segmentation" in features:
+                raise ValueError("The CTC loss (ctc_loss_weight) does not support packed "
+                                 "examples: train with pack_dataset off.")
+            transformed[_CTC_LABELS] = features["targets"]  # the ids, before embedding
+        return transformed
+
     def body(self, features, training):
         if self.is_classifier:
             encoded, _, nonpadding = self.encode(features["inputs"], features, training)
@@ -276,7 +294,10 @@ class Transformer(t2t_model.T2TModel):
             memory, _, nonpadding = self.encode(features["inputs"], features, training)
             memory_bias = self._memory_bias(nonpadding, features)
         decoder_input = self.shift_right(features["targets"], features)
-        return self.decode(decoder_input, memory, memory_bias, features, training)
+        output = self.decode(decoder_input, memory, memory_bias, features, training)
+        if _CTC_LABELS in features:
+            return output, {"ctc": self.ctc(memory, nonpadding, features[_CTC_LABELS])}
+        return output
 
     # ------------------------------------------------------- cached decoding
     @property

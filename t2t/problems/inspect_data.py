@@ -154,7 +154,8 @@ def write_text(
 ) -> dict[str, str]:
     """Writes each text feature of `split` to `{prefix}.{feature}` (inputs, targets), one
     example per line in the data's order: a decode input and its reference for
-    `t2t-decoder --decode_from_file --decode_reference`.
+    `t2t-decoder --decode_from_file --decode_reference`. An audio feature is written as
+    16-bit WAV files in `{prefix}.{feature}.audio/` and its line is the file's path.
 
     Returns {feature: path}. Files are written whole under a temporary name and then
     renamed, so an interrupted call leaves no half-written file behind.
@@ -163,7 +164,8 @@ def write_text(
     encoders = problem.feature_encoders(data_dir)
     features = [name for name in ("inputs", "targets")
                 if hparams.modality.get(name) in (problem_lib.Modality.SYMBOL,
-                                                  problem_lib.Modality.CLASS_LABEL)]
+                                                  problem_lib.Modality.CLASS_LABEL,
+                                                  problem_lib.Modality.AUDIO)]
     if not features:
         raise ValueError(f"{problem.name} has no text features to write (its modalities: "
                          f"{dict(hparams.modality)}).")
@@ -177,9 +179,12 @@ def write_text(
     files = {name: open(path + ".incomplete", "w", encoding="utf-8")
              for name, path in paths.items()}
     try:
-        for example in dataset.as_numpy_iterator():
+        for index, example in enumerate(dataset.as_numpy_iterator()):
             for name, f in files.items():
-                text = feature_text(example[name], encoders.get(name))
+                if hparams.modality[name] == problem_lib.Modality.AUDIO:
+                    text = _audio_file(example[name], f"{prefix}.{name}.audio", index, hparams)
+                else:
+                    text = feature_text(example[name], encoders.get(name))
                 f.write(" ".join(text.split()) + "\n")  # one example, one line
     finally:
         for f in files.values():
@@ -187,3 +192,13 @@ def write_text(
     for path in paths.values():
         os.replace(path + ".incomplete", path)
     return paths
+
+
+def _audio_file(ids: Any, folder: str, index: int, hparams: Any) -> str:
+    """Writes one example's PCM ids as `folder`/NNNNNN.wav; returns its absolute path."""
+    from t2t.problems import speech  # soundfile is the speech extra's: only when needed
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.abspath(os.path.join(folder, f"{index:06d}.wav"))
+    speech.write_waveform_ids(path, ids, hparams.audio_sample_rate)
+    return path

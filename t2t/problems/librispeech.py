@@ -9,6 +9,8 @@ a URL prefix or a local folder holding the same file names, is tried first):
   librispeech_clean        train-clean-100 + 360 (460 h)          dev-clean    test-clean
   librispeech              + train-other-500 (960 h, 60 GB)       dev-clean + dev-other,
                                                                    test-clean + test-other
+  librispeech_train_full_test_clean   960 h                       dev-clean    test-clean
+  librispeech_train_full_test_other   960 h                       dev-other    test-other
 
 Each archive is extracted once under tmp_dir (a marker records a complete extraction)
 and its utterances are streamed chapter by chapter: one FLAC read at a time, so memory
@@ -117,3 +119,19 @@ class Librispeech(LibrispeechProblem):
     train_archives = ("train-clean-100", "train-clean-360", "train-other-500")
     dev_archives = ("dev-clean", "dev-other")
     test_archives = ("test-clean", "test-other")
+
+
+@registry.register_problem("librispeech_train_full_test_clean")
+class LibrispeechTrainFullTestClean(Librispeech):
+    """All 960 h of training audio; dev-clean, test-clean (the usual "test-clean" WER)."""
+
+    dev_archives = ("dev-clean",)
+    test_archives = ("test-clean",)
+
+
+@registry.register_problem("librispeech_train_full_test_other")
+class LibrispeechTrainFullTestOther(Librispeech):
+    """All 960 h of training audio; dev-other, test-other (harder speakers)."""
+
+    dev_archives = ("dev-other",)
+    test_archives = ("test-other",)

@@ -177,6 +177,10 @@ class Problem:
     # The --data_mirror of the generation under way (None: $T2T_DATA_MIRROR, then the
     # canonical URLs); methods with T2T's signatures pass it to download.fetch.
     data_mirror: str | None = None
+    # Whether t2t-trainer saves the input position (the shuffle buffers' examples) with
+    # each checkpoint for an exact resume. False where those buffers are too large to
+    # save every time (audio: gigabytes); a resumed run then reads in a new order.
+    checkpoint_input_position: bool = True
 
     def __init__(self, was_reversed: bool = False):
         self._was_reversed = was_reversed

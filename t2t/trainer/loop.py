@@ -23,7 +23,7 @@ from t2t.config import InputConfig, TrainerConfig
 from t2t.decoding import infer
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
-from t2t.trainer import debugging, layer_stats, profiling, run_dir, summaries
+from t2t.trainer import debugging, eval_decoding, layer_stats, profiling, run_dir, summaries
 from t2t.trainer import metrics as metrics_lib
 from t2t.trainer import strategy as strategy_lib
 from t2t.trainer import task as task_lib
@@ -77,6 +77,10 @@ class TrainingLoop:
         self._snapshot: layer_stats.WeightSnapshot | None = None
         self._eval_step = None
         self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
+        # Decode metrics (WER...) at each evaluation; the count is checked here, not later.
+        self._decode_examples = eval_decoding.examples_to_decode(
+            config.eval_decode_examples, list(task.problem.eval_metrics()))
+        self._eval_decoder: eval_decoding.EvalDecoder | None = None
         if self.is_chief:
             self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
             self.eval_writer = tf.summary.create_file_writer(
@@ -300,6 +304,8 @@ class TrainingLoop:
         step = self.step
         if not self.is_chief:
             return results
+        if self._decode_examples and len(parts) == 1:  # not per task of a multi-problem
+            results.update(self._decode_metrics())
         split = self.task.eval_split
         run_dir.append_eval_results(self.output_dir, step, results, split=split)
         with self.eval_writer.as_default(step=step):
@@ -310,6 +316,13 @@ class TrainingLoop:
         on = "" if split == problem_lib.DEV_SPLIT else f" on {split}"
         print(f"eval step {step}{on}: {shown} ({batches} batches)", flush=True)
         return results
+
+    def _decode_metrics(self) -> dict[str, float]:
+        if self._eval_decoder is None:
+            self._eval_decoder = eval_decoding.EvalDecoder(
+                self.model, self.task.problem, self.task.data_dir, self.task.eval_split,
+                self._decode_examples)
+        return self._eval_decoder()
 
     def _summary_batch(self) -> dict[str, tf.Tensor] | None:
         count = self.config.decode_summaries

@@ -166,10 +166,12 @@ class Trainer:
         """The training input, positioned where the checkpoint left it when it can be.
 
         The input position is saved with the checkpoints where the strategy's iterator
-        supports it (one device); otherwise, or when a checkpoint lacks it, a resumed
-        run reads the data in a new order (seed + step) rather than repeating it."""
+        supports it (one device) and the problem allows it (not audio: its buffers are
+        gigabytes); otherwise, or when a checkpoint lacks it, a resumed run reads the
+        data in a new order (seed + step) rather than repeating it."""
         iterator = self._make_iterator()
-        trackable = self.config.checkpoint_iterator and self.hooks.iterator_checkpointable(iterator)
+        trackable = (self.config.checkpoint_iterator and self.hooks.iterator_checkpointable(iterator)
+                     and self.task.problem.checkpoint_input_position)
         if latest and not (trackable and self.checkpoints.restore_iterator(latest, iterator)):
             step = int(self.checkpoints.optimizer.iterations.numpy())
             iterator = self._make_iterator(seed_offset=step)

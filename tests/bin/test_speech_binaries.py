@@ -56,6 +56,34 @@ def trained(tmp_path_factory):
     return root, data_dir, output_dir
 
 
+def test_checkpoints_hold_the_model_not_the_shuffled_audio(trained):
+    """Speech problems do not save the input position: their shuffle buffers of
+    waveforms made gigabyte checkpoints."""
+    import tensorflow as tf
+
+    _, _, output_dir = trained
+    names = [name for name, _ in tf.train.list_variables(tf.train.latest_checkpoint(output_dir))]
+    assert any(name.startswith("model/") for name in names)
+    assert not any("train_iterator" in name for name in names)
+
+
+def test_each_evaluation_reports_the_wer_of_greedy_dev_decodes(trained):
+    """The trainer's WER/CER (eval_results.jsonl) are t2t-decoder's on the same dev
+    utterances with the same greedy decoding."""
+    root, data_dir, output_dir = trained
+    with open(f"{output_dir}/eval_results.jsonl", encoding="utf-8") as f:
+        last = json.loads(f.read().splitlines()[-1])
+    assert last["step"] == 4 and {"wer", "cer"} <= set(last)
+    decoded = run_binary("t2t-decoder", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                         "--decode_hparams=beam_size=1,batch_size=16", "--eval_steps=0")
+    assert decoded.code == 0, decoded.err[-3000:]
+    lines = decoded.out.splitlines()
+    wer = next(line for line in lines if line.startswith("WER|"))
+    cer = next(line for line in lines if line.startswith("CER|"))
+    assert f"= {last['wer']:.2f} (" in wer and "in 8 utterances" in wer
+    assert f"= {last['cer']:.2f} (" in cer
+
+
 def test_the_decoder_transcribes_audio_paths_and_scores_wer(trained):
     root, data_dir, output_dir = trained
     decoded = run_binary("t2t-decoder", f"--output_dir={output_dir}", f"--data_dir={data_dir}",

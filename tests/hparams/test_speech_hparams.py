@@ -30,3 +30,12 @@ def test_every_speech_set_has_the_audio_hparams():
                  "transformer_librispeech_tpu_v1", "transformer_librispeech_tpu_v2",
                  "transformer_speech_tiny"):
         audio.check_audio_hparams(create_hparams(name))
+
+
+def test_only_the_cpu_set_adds_a_ctc_loss_and_audio_batches_shuffle_in_a_small_buffer():
+    for name in ("transformer_librispeech_v1", "transformer_librispeech_v2",
+                 "transformer_librispeech_tpu_v2"):
+        hp = create_hparams(name)
+        assert hp.ctc_loss_weight == 0.0, name  # Tensor2Tensor trained attention alone
+        assert hp.batch_shuffle_size * hp.batch_size * 4 < 2 * 2**30 or hp.use_fixed_batch_size
+    assert create_hparams("transformer_speech_tiny").ctc_loss_weight == 0.3

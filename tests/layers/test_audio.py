@@ -81,10 +81,56 @@ def test_per_utterance_normalization_gives_zero_mean_unit_variance():
 
 
 def test_bad_normalization_and_missing_hparams_are_named():
-    with pytest.raises(ValueError, match="audio_normalization='global'"):
+    with pytest.raises(ValueError, match="audio_normalization='batch': use one of "
+                                         "per_utterance, global, none"):
+        audio.log_mel_features(_batch(_tone(440, 0.1)), RATE, _hparams(audio_normalization="batch"))
+    with pytest.raises(ValueError, match="'global' needs the running statistics"):
         audio.log_mel_features(_batch(_tone(440, 0.1)), RATE, _hparams(audio_normalization="global"))
     with pytest.raises(ValueError, match="audio_num_mel_bins.*transformer_speech_tiny"):
         audio.check_audio_hparams(create_hparams("transformer_test"))
+
+
+def test_global_statistics_are_those_of_every_valid_training_frame_seen():
+    rng = np.random.default_rng(3)
+    batches = [rng.normal(2.0, 3.0, [2, 7, 5, 1]).astype(np.float32) for _ in range(3)]
+    masks = [np.ones([2, 7, 1, 1], np.float32) for _ in range(3)]
+    masks[0][1, 4:] = 0  # a shorter row: its padded frames must not count
+    masks[2][0, 2:] = 0
+    layer = audio.GlobalMeanVariance()
+    for features, mask in zip(batches, masks, strict=True):
+        layer(tf.constant(features), tf.constant(mask), training=True)
+    frames = np.concatenate([f[m[..., 0, 0] > 0][:, :, 0] for f, m in zip(batches, masks, strict=True)])
+    assert float(layer.count.numpy()) == len(frames) == 14 + 11 + 9
+    np.testing.assert_allclose(layer.mean.numpy(), frames.mean(axis=0), rtol=1e-5)
+    variance = layer.squared_deviations.numpy() / layer.count.numpy()
+    np.testing.assert_allclose(variance, frames.var(axis=0), rtol=1e-4)
+    # Evaluation applies them and leaves them alone.
+    out = layer(tf.constant(batches[1]), tf.constant(masks[1]), training=False).numpy()
+    np.testing.assert_allclose(out, (batches[1] - frames.mean(axis=0)[:, None])
+                               / np.sqrt(frames.var(axis=0)[:, None] + 1e-6), rtol=1e-4, atol=1e-5)
+    assert float(layer.count.numpy()) == 34
+
+
+def test_the_global_frame_count_stops_at_its_cap(monkeypatch):
+    monkeypatch.setattr(audio, "GLOBAL_COUNT_CAP", 10.0)
+    layer = audio.GlobalMeanVariance()
+    for value in (0.0, 4.0):
+        layer(tf.fill([1, 8, 2, 1], value), tf.ones([1, 8, 1, 1]), training=True)
+    # 16 frames scaled to 10; the mean stays the exact merge (2.0).
+    assert float(layer.count.numpy()) == 10.0
+    np.testing.assert_allclose(layer.mean.numpy(), 2.0)
+
+
+def test_a_modality_with_global_normalization_saves_its_statistics_and_ignores_padding():
+    modality = _modality(audio_normalization="global", audio_add_delta_deltas=False)
+    ids = _batch(_tone(440.0, 1.0), _tone(880.0, 0.5))
+    modality.bottom(ids, training=True)
+    names = sorted(w.path.split("/")[-1] for w in modality.non_trainable_weights)
+    assert names == ["count", "mean", "squared_deviations"]
+    assert float(modality.global_statistics.count.numpy()) == 98 + 48  # valid frames only
+    out = modality.bottom(ids, training=False).numpy()
+    alone = modality.bottom(ids[1:, :8000], training=False).numpy()
+    np.testing.assert_allclose(out[1, :12], alone[0], atol=1e-4)
 
 
 def test_the_delta_of_a_ramp_is_its_slope():

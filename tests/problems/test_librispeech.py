@@ -96,3 +96,12 @@ def test_an_archive_without_transcripts_is_named(tmp_path):
     (tmp_path / "LibriSpeech" / "dev-clean").mkdir(parents=True)
     with pytest.raises(problem.DamagedDataError, match="dev-clean.tar.gz does not hold"):
         next(librispeech.utterances(str(tmp_path), "dev-clean"))
+
+
+def test_tensor2tensors_full_training_problems_pair_960_hours_with_one_test_set():
+    clean = registry.problem("librispeech_train_full_test_clean")
+    other = registry.problem("librispeech_train_full_test_other")
+    full = registry.problem("librispeech")
+    assert clean.train_archives == other.train_archives == full.train_archives
+    assert (clean.dev_archives, clean.test_archives) == (("dev-clean",), ("test-clean",))
+    assert (other.dev_archives, other.test_archives) == (("dev-other",), ("test-other",))

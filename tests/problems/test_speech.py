@@ -102,6 +102,47 @@ def test_good_files_are_stored_bad_ones_skipped_and_counted(corpus, tmp_path, ca
     assert hparams.modality["inputs"] == "audio" and hparams.audio_sample_rate == 16000
 
 
+def test_a_split_written_out_is_wav_files_listed_beside_their_transcripts(corpus, tmp_path):
+    """t2t-datagen --dump_text of a speech split: t2t-decoder's input (WAV paths) and
+    reference (transcripts), the WAVs holding the stored samples exactly."""
+    from t2t.problems import inspect_data
+
+    folder, good = corpus
+    corpus_problem = _problem(folder)
+    data_dir = str(tmp_path / "data")
+    corpus_problem.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
+    paths = inspect_data.write_text(corpus_problem, data_dir, "dev", str(tmp_path / "dev"))
+    wavs = open(paths["inputs"], encoding="utf-8").read().splitlines()
+    texts = open(paths["targets"], encoding="utf-8").read().splitlines()
+    assert len(wavs) == len(texts) == 4 and set(texts) == {t for _, t in good.values()}
+    stored = list(corpus_problem.dataset(problem.EVAL, data_dir, deterministic=True,
+                                         split="dev"))
+    for wav, example in zip(wavs, stored, strict=True):
+        assert wav.startswith(str(tmp_path / "dev.inputs.audio")) and wav.endswith(".wav")
+        samples, rate = soundfile.read(wav, dtype="int16")
+        assert rate == 16000
+        np.testing.assert_array_equal(samples.astype(np.int32) + 32769, example["inputs"].numpy())
+
+
+def test_sentencepiece_targets_are_pieces_that_decode_to_the_transcripts(corpus, tmp_path):
+    folder, good = corpus
+    pieces = _problem(folder, vocab_type="subword", approx_vocab_size=40)
+    data_dir = str(tmp_path / "data")
+    pieces.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
+    encoder = pieces.feature_encoders(data_dir)["targets"]
+    hparams = pieces.hparams(data_dir)
+    assert hparams.vocab_size["targets"] == encoder.vocab_size <= 40
+    assert hparams.target_space_id == problem.SpaceID.EN_TOK
+    decoded = set()
+    for example in pieces.dataset(problem.TRAIN, data_dir, deterministic=True):
+        ids = [int(i) for i in example["targets"].numpy()]
+        assert ids[-1] == 1  # EOS
+        text = encoder.decode(ids[:-1])
+        assert len(ids) - 1 < len(text)  # pieces, not one id per character
+        decoded.add(text)
+    assert decoded == {text for _, text in good.values()}
+
+
 def test_another_rate_is_refused_when_resampling_is_off(corpus):
     folder, _ = corpus
     strict = _problem(folder, resample_audio=False)

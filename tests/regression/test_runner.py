@@ -229,8 +229,9 @@ class FakeTrainer:
             return self.returncode
         if "t2t_decoder" in joined or command[0].endswith("t2t-decoder"):
             name = os.path.basename(flags["output_dir"])
+            split = os.path.basename(flags["decode_from_file"]).split(".")[0]
             with open(flags["decode_to_file"] + ".scores.json", "w") as f:
-                json.dump(self.decode_scores[name], f)
+                json.dump(self.decode_scores.get(f"{name}@{split}", self.decode_scores[name]), f)
         if "t2t_exporter" in joined or command[0].endswith("t2t-exporter"):
             return self.export_returncode
         return 0
@@ -634,7 +635,38 @@ def test_decoding_and_export_after_training(tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_speech_cases_decode_dev_and_test_and_check_wer_on_each(tmp_path, capsys):
+    """also_decode_splits: each split is written out and decoded like the dev split;
+    its scores are named SPLIT_<metric> (test_wer beside wer) and checked."""
+    case = _case("asr", decode_hparams="beam_size=1", also_decode_splits=("test",),
+                 metric="wer", band=(0.0, 0.3), also={"test_wer": (0.0, 0.2)})
+    assert validate([case, _case("q", quick=True)]) == []
+    values = {"asr": [(100, {"accuracy": 0.9})]}
+    output = tmp_path / "out"
+    fake = FakeTrainer(values, decode_scores={"asr": {"wer": 0.25, "cer": 0.1, "bleu": None},
+                                              "asr@test": {"wer": 0.15, "cer": 0.05}})
+    args = ["run", "--case", "asr", "--output", str(output)]
+    assert runner.main(args, cases=[case], registered=REGISTERED, execute=fake) == 0
+    case_dir = str(output / "asr")
+    dump_test, decode_test = fake.commands[4:6]
+    assert "--inspect_split=test" in dump_test and f"--dump_text={case_dir}/test" in dump_test
+    assert f"--decode_to_file={case_dir}/decodes.test.txt" in decode_test
+    result = json.loads((output / "report.json").read_text())["cases"][0]
+    assert result["values"] == {"wer": 0.25, "test_wer": 0.15}
+    assert result["status"] == PASS
+
+    unseen = FakeTrainer(values, decode_scores={"asr": {"wer": 0.25},
+                                                "asr@test": {"wer": 0.45}})
+    assert runner.main(args, cases=[case], registered=REGISTERED, execute=unseen) == 1
+    result = json.loads((output / "report.json").read_text())["cases"][0]
+    assert result["reason"] == "test_wer 0.4500 outside [0.00, 0.20]"
+    capsys.readouterr()
+
+
 def test_post_training_metrics_need_their_step():
+    assert validate([_case("q", quick=True, metric="test_wer", band=(0.0, 0.5),
+                           decode_hparams="beam_size=1")]) == [
+        "q: metric 'test_wer' needs decode_hparams and 'test' in also_decode_splits"]
     assert validate([_case("q", quick=True, metric="bleu", band=(1.0, 2.0))]) == [
         "q: metric 'bleu' needs decode_hparams"]
     assert validate([_case("q", quick=True, also={"export_parity": (1.0, 1.0)})]) == [

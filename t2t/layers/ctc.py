@@ -33,18 +33,32 @@ class CTCLoss(common.Layer):
         self.project = keras.layers.Dense(vocab_size, name="project",
                                           kernel_initializer=common.initializer(hparams))
 
-    def call(self, encoded: tf.Tensor, nonpadding: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    def call(self, encoded: tf.Tensor, nonpadding: tf.Tensor, targets: tf.Tensor,
+             dense_labels: bool = False) -> tf.Tensor:
+        """`dense_labels`: padded labels, which XLA and TPUs compile; otherwise sparse
+        ones, which TensorFlow's CPU and GPU kernel computes about 14x faster (52 ms
+        against 713 ms for 18 utterances of 200 frames on 2 CPU cores)."""
         logits = tf.cast(self.project(encoded), tf.float32)
         targets = tf.cast(targets, tf.int32)
         logit_length = tf.cast(tf.reduce_sum(nonpadding, axis=1), tf.int32)
         label_length = tf.reduce_sum(tf.cast(targets > 0, tf.int32), axis=1)
         # CTC needs a frame per label plus a blank between repeated labels; an utterance
-        # too fast for that is left out (its labels emptied, its loss zeroed) rather than
-        # giving an infinite loss and NaN gradients.
+        # too fast for that is left out rather than giving an infinite loss and NaN
+        # gradients: its labels become its first one alone (the sparse kernel refuses
+        # empty ones), over at least one frame, and its loss is zeroed.
         feasible = label_length + _repeats(targets) <= logit_length
-        losses = tf.nn.ctc_loss(
-            labels=targets, logits=logits, label_length=tf.where(feasible, label_length, 0),
-            logit_length=logit_length, logits_time_major=False, blank_index=0)
+        logit_length = tf.maximum(logit_length, 1)
+        label_length = tf.where(feasible, label_length, 1)
+        labels = tf.where(feasible[:, None], targets,
+                          tf.pad(targets[:, :1], [[0, 0], [0, tf.shape(targets)[1] - 1]]))
+        if dense_labels or isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy):
+            losses = tf.nn.ctc_loss(labels=labels, logits=logits, label_length=label_length,
+                                    logit_length=logit_length, logits_time_major=False,
+                                    blank_index=0)
+        else:  # padding (0) is dropped: each row keeps its labels
+            losses = tf.nn.ctc_loss(labels=tf.sparse.from_dense(labels), logits=logits,
+                                    label_length=None, logit_length=logit_length,
+                                    logits_time_major=False, blank_index=0)
         losses = tf.where(feasible, losses, 0.0)
         tokens = tf.reduce_sum(tf.cast(tf.where(feasible, label_length, 0), tf.float32))
         return self.weight * tf.reduce_sum(losses) / tf.maximum(tokens, 1.0)

@@ -47,6 +47,9 @@ class T2TModel(common.Layer):
         self.hparams = hparams.copy()
         self.mode = mode
         self.problem_hparams = problem_hparams
+        # True when the training step is XLA-compiled (the trainer sets it): layers then
+        # use only ops XLA compiles (e.g. dense-label CTC), not faster CPU/GPU kernels.
+        self.xla_ops_only = False
         self.feature_modalities = self._create_modalities()
 
     # ------------------------------------------------------------ structure

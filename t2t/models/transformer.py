@@ -296,7 +296,8 @@ class Transformer(t2t_model.T2TModel):
         decoder_input = self.shift_right(features["targets"], features)
         output = self.decode(decoder_input, memory, memory_bias, features, training)
         if _CTC_LABELS in features:
-            return output, {"ctc": self.ctc(memory, nonpadding, features[_CTC_LABELS])}
+            return output, {"ctc": self.ctc(memory, nonpadding, features[_CTC_LABELS],
+                                            dense_labels=self.xla_ops_only)}
         return output
 
     # ------------------------------------------------------- cached decoding

@@ -212,6 +212,7 @@ class Task:
             return loss, tape.gradient(scaled, variables), count_tokens(features)
 
         if xla_compile:
+            model.xla_ops_only = True  # layers with a faster op XLA cannot compile use another
             forward_backward = tf.function(forward_backward, jit_compile=True)
 
         def train_step(features):

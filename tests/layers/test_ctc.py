@@ -64,6 +64,31 @@ def test_an_utterance_too_fast_for_its_frames_is_left_out_with_finite_gradients(
     assert not np.any(gradient.numpy()[1])
 
 
+@pytest.mark.parametrize("dense_labels", [False, True])
+def test_sparse_and_dense_labels_give_the_same_loss_and_gradient(dense_labels):
+    layer = _identity_ctc(weight=0.5)
+    encoded = tf.Variable(np.random.default_rng(2).normal(size=(3, 9, VOCAB)).astype(np.float32))
+    nonpadding = tf.constant([[1] * 9, [1] * 6 + [0] * 3, [1] * 2 + [0] * 7], tf.float32)
+    targets = tf.constant([[2, 3, 3, 1], [4, 1, 0, 0], [2, 2, 5, 1]])  # row 2 too fast
+    results = {}
+    for dense in (False, True):
+        with tf.GradientTape() as tape:
+            loss = layer(encoded, nonpadding, targets, dense_labels=dense)
+        results[dense] = (float(loss), tape.gradient(loss, encoded).numpy())
+    np.testing.assert_allclose(results[dense_labels][0], results[not dense_labels][0], rtol=1e-4)
+    np.testing.assert_allclose(results[dense_labels][1], results[not dense_labels][1], atol=1e-4)
+
+
+def test_an_xla_compiled_step_uses_dense_labels():
+    layer = _identity_ctc()
+    encoded = tf.constant(np.random.default_rng(4).normal(size=(2, 6, VOCAB)).astype(np.float32))
+    nonpadding, targets = tf.ones([2, 6]), tf.constant([[2, 3, 1], [4, 1, 0]])
+    compiled = tf.function(lambda: layer(encoded, nonpadding, targets, dense_labels=True),
+                           jit_compile=True)
+    np.testing.assert_allclose(float(compiled()), float(layer(encoded, nonpadding, targets)),
+                               rtol=1e-4)
+
+
 def test_a_zero_weight_is_refused():
     with pytest.raises(ValueError, match="ctc_loss_weight must be > 0"):
         ctc.CTCLoss(VOCAB, 0.0, basic.create_hparams("transformer_test"))

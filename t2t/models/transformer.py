@@ -150,6 +150,8 @@ class Stack(common.Layer):
 class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
 
+    ctc: ctc.CTCLoss | None = None  # with hparams.ctc_loss_weight (subclasses may skip __init__)
+
     def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
         super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)
         hp = self.hparams

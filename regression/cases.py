@@ -45,7 +45,7 @@ LAUNCHES: dict[str, tuple[str, ...]] = {
 # Metrics measured after training by t2t-decoder (bleu, chrf; wer, cer of speech) and
 # t2t-exporter.
 DECODE_METRICS = ("bleu", "chrf", "wer", "cer")
-POST_TRAINING_METRICS = (*DECODE_METRICS, "export_parity")
+POST_TRAINING_METRICS = (*DECODE_METRICS, "export_parity", "sample_agreement")
 
 NOT_MEASURED = "not measured yet: band set by the lead from a target, not from a run here"
 
@@ -94,6 +94,9 @@ class Case:
     # A figure computed on the case's data (regression.baselines): the main metric must
     # also be below it (its band's high end becomes min(high, baseline)).
     below_baseline: str | None = None
+    # A classifier case of the same data: after training, class -> image samples are
+    # labelled by it, giving metric "sample_agreement" (regression.sample_agreement).
+    sample_agreement: str | None = None
 
     def bands(self) -> dict[str, tuple[float, float]]:
         """Every metric the case checks -> its band (the main metric first)."""
@@ -524,6 +527,10 @@ CASES: tuple[Case, ...] = (
     ),
 )
 
+from regression.image_cases import IMAGE_CASES  # noqa: E402 (it imports Case from here)
+
+CASES = (*CASES, *IMAGE_CASES)
+
 
 # Metrics with a bounded range: a band equal to it checks nothing.
 _WHOLE_RANGES = {"accuracy": (0.0, 1.0), "bleu": (0.0, 100.0), "chrf": (0.0, 100.0),
@@ -555,11 +562,14 @@ def validate(cases: Iterable[Case] = CASES) -> list[str]:
                               f"whole range, so it can never fail: set the band it must reach")
         decoded = case.decode_hparams is not None
         post_metrics = (set(DECODE_METRICS) if decoded else set()) | (
-            {"export_parity"} if case.export else set())
+            {"export_parity"} if case.export else set()) | (
+            {"sample_agreement"} if case.sample_agreement else set())
         for metric in case.bands():
             if metric in POST_TRAINING_METRICS and metric not in post_metrics:
+                needs = {"export_parity": "export=True",
+                         "sample_agreement": "sample_agreement (a classifier case)"}
                 errors.append(f"{case.name}: metric {metric!r} needs "
-                              + ("decode_hparams" if metric != "export_parity" else "export=True"))
+                              + needs.get(metric, "decode_hparams"))
             split, _, decode_metric = metric.partition("_")
             if (decode_metric in DECODE_METRICS and metric not in POST_TRAINING_METRICS
                     and not (decoded and split in case.also_decode_splits)):

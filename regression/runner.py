@@ -340,6 +340,12 @@ def post_training_commands(case: Case, output_dir: str) -> list[list[str]]:
                          f"--data_dir={data_dir}", f"--output_dir={case_dir}",
                          "--schedule=evaluate", f"--eval_split={case.eval_split_after}",
                          "--eval_steps=0"])
+    if case.sample_agreement:
+        from regression import cases as cases_lib
+        from regression import sample_agreement
+
+        commands += sample_agreement.commands(
+            case, cases_lib.by_name()[case.sample_agreement], case_dir, data_dir, tool_command)
     if case.export:
         commands.append([*tool_command("t2t-exporter"), f"--output_dir={case_dir}",
                          f"--data_dir={data_dir}",
@@ -398,6 +404,16 @@ def run_post_training(case: Case, output_dir: str, execute: Execute, log: TextIO
             metrics[case.below_baseline] = baselines.compute(case.below_baseline, case, output_dir)
         except Exception as e:  # a missing xz, unreadable data: this case fails, the run goes on
             return metrics, f"baseline {case.below_baseline} failed: {type(e).__name__}: {e}"
+    if case.sample_agreement:
+        from regression import sample_agreement
+        from t2t import registry
+
+        labels = list(registry.problem(case.problem).class_labels)
+        try:
+            metrics[sample_agreement.METRIC] = sample_agreement.agreement(
+                os.path.join(output_dir, case.name), labels)
+        except (OSError, ValueError) as e:
+            return metrics, f"sample agreement failed: {e}"
     for split in decoded_splits(case):
         scores = read_decode_scores(os.path.join(output_dir, case.name), decodes_file(case, split))
         if not scores:

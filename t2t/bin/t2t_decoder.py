@@ -21,6 +21,11 @@
       --decode_hparams="temperature=0.8,top_p=0.95,num_samples=3,max_new_tokens=200,seed=1"
   t2t-decoder --output_dir=LM_RUN --score_file=heldout.txt   # log-probabilities, perplexity,
                                                              # bits per byte
+  # An image-target model (imagetransformer): 4 samples per class of a `_rev` problem
+  # (--decode_from_file: the classes, one per line; img2img_*: low-resolution image
+  # paths), a PNG grid (rows: classes) and one PNG per sample
+  t2t-decoder --output_dir=GEN_RUN --decode_hparams="num_samples=4,temperature=1.0,seed=1" \\
+      --decode_to_file=samples.png
 
 The weights come from --checkpoint_path (a prefix or a directory) or else the latest
 checkpoint in --output_dir. --problem, --model, --hparams_set, --hparams, --data_dir and
@@ -31,14 +36,17 @@ hparams.json): `t2t-decoder --output_dir=RUN` needs nothing else. A flag given w
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
 
+import numpy as np
 from absl import flags
 
 from t2t import config
 from t2t.bin import common_flags, config_flags, flag_help, run_flags
+from t2t.features import Modality
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
@@ -200,6 +208,65 @@ def _decode_dev(decoder, output_dir: str) -> None:
                                                 [t[1] for t in triples], metric_names))
 
 
+def _sample_images(problem, model, dhp, data_dir: str, output_dir: str, checkpoint: str) -> None:
+    """Image targets: num_samples images per class / input / unconditional row, written
+    as one PNG each and a grid (t2t.decoding.image_samples)."""
+    from t2t.decoding import decoder as decoder_lib
+    from t2t.decoding import image_inputs, image_samples
+
+    php = model.problem_hparams
+    kind = None if model.hparams.get("unconditional", False) else php.modality.get("inputs")
+    wanted = None
+    if FLAGS.decode_from_file:
+        wanted = [line for line in decoder_lib.read_text_lines(
+            os.path.expanduser(FLAGS.decode_from_file)) if line.strip()]
+        if kind is None or not wanted:
+            raise decoder_lib.DecodeError(
+                f"--decode_from_file={FLAGS.decode_from_file!r}: {problem.name} "
+                + ("samples unconditionally (it has nothing to condition on): leave the "
+                   "flag out." if kind is None else "names no class or image to sample from."))
+    height, width, channels = php.image_shape
+    shown = None
+    if kind == Modality.CLASS_LABEL:
+        try:
+            conditions, names = image_samples.class_rows(list(problem.class_labels), wanted)
+        except ValueError as e:
+            raise decoder_lib.DecodeError(str(e)) from None
+    elif kind == Modality.IMAGE:
+        size = [problem.input_size, problem.input_size, channels]
+        if wanted:
+            names = wanted
+            conditions = np.stack([image_inputs.read_input(w, size, f"line {i + 1}")
+                                   for i, w in enumerate(wanted)])
+        else:
+            dataset = problem.dataset("eval", data_dir, deterministic=True)
+            conditions = np.stack([e["inputs"] for e in dataset.take(dhp.batch_size)
+                                   .as_numpy_iterator()])
+            names = [f"dev_{i}" for i in range(len(conditions))]
+        shown = image_samples.upsample(conditions, height, width)
+    else:
+        conditions, names = None, ["unconditional"]
+    if dhp.temperature <= 0:
+        print("note: temperature=0 picks the most likely value of every sub-pixel (greedy): "
+              "pass --decode_hparams=temperature=1.0 to sample.", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    images, scores = image_samples.sample_images(
+        model, conditions, dhp.num_samples, temperature=dhp.temperature, top_k=dhp.top_k,
+        top_p=dhp.top_p, seed=dhp.seed if dhp.seed >= 0 else None, batch_size=dhp.batch_size)
+    elapsed = time.monotonic() - start
+    step = checkpoint.rsplit("-", 1)[-1]
+    grid_path = os.path.expanduser(FLAGS.decode_to_file or os.path.join(
+        output_dir, f"samples_{problem.name}_step{step}.png"))
+    paths = image_samples.write_samples(
+        image_samples.Samples(images, names, scores, shown), grid_path)
+    dims = height * width * channels
+    bits = -float(np.mean(scores)) / dims / math.log(2.0)
+    print(f"Sampled {images.shape[0]} x {images.shape[1]} images of {height}x{width}x{channels} "
+          f"in {elapsed:.1f} s ({elapsed / max(len(paths), 1):.2f} s per image; "
+          f"{bits:.3f} bits/dim under the model): grid {grid_path}, one PNG per sample in "
+          f"{os.path.splitext(grid_path)[0]}/", flush=True)
+
+
 def main(argv: list[str]) -> None:
     if not common_flags.start(argv):
         return
@@ -252,6 +319,13 @@ def main(argv: list[str]) -> None:
             attention_maps.check_model(model, model_name)  # before any decoding
         if FLAGS.score_file:
             _score_file(problem, model, data_dir, dhp)
+            return
+        if model.problem_hparams.modality.get("targets") == Modality.IMAGE:
+            if FLAGS.decode_interactive or FLAGS.score_file:
+                common_flags.fail(f"{problem.name} generates images: sample them with "
+                                  f"--decode_hparams=num_samples=N,temperature=T (and "
+                                  f"--decode_from_file naming classes or images).")
+            _sample_images(problem, model, dhp, data_dir, output_dir, checkpoint)
             return
         decoder = decoder_lib.Decoder(problem, model, data_dir, dhp)
         if FLAGS.decode_interactive:

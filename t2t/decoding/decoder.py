@@ -37,7 +37,7 @@ import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
-from t2t.decoding import audio_inputs
+from t2t.decoding import audio_inputs, image_inputs
 from t2t.decoding import settings as settings_lib
 from t2t.decoding.decode_scores import DecodeError, score_bleu, score_decodes  # noqa: F401
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
@@ -357,10 +357,13 @@ class Decoder:
     def encode_text(self, text: str, line_number: int | None = None) -> np.ndarray:
         """Token ids of one input line, cut to max_input_length, with EOS appended; a
         language model's prompt: without EOS, keeping its last max_input_length ids; an
-        audio file's PCM ids (a line is its path: t2t.decoding.audio_inputs)."""
+        audio file's PCM ids or an image file's pixels (a line is its path:
+        t2t.decoding.audio_inputs, t2t.decoding.image_inputs)."""
         where = f"line {line_number}" if line_number is not None else "input"
         if self.inputs_modality == problem_lib.Modality.AUDIO:  # a WAV/FLAC path
             return audio_inputs.read_input(text, self.problem_hparams.audio_sample_rate, where)
+        if self.inputs_modality == problem_lib.Modality.IMAGE:  # a PNG/JPEG path
+            return image_inputs.read_input(text, self.problem_hparams.image_shape, where)
         if self.inputs_modality != problem_lib.Modality.SYMBOL:
             raise DecodeError(
                 f"{self.problem.name} has {self.inputs_modality} inputs: only text inputs can "

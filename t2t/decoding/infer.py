@@ -16,7 +16,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t.decoding import beam_search, greedy, prompting, sampling
-from t2t.features import EOS_ID
+from t2t.features import EOS_ID, Modality
 from t2t.models import step_interface
 
 PROMPT = "prompt"
@@ -46,6 +46,18 @@ def _tile(features: dict[str, tf.Tensor], copies: int) -> dict[str, tf.Tensor]:
     return {k: beam_search.tile_beams(v, copies) for k, v in features.items()} if copies > 1 else features
 
 
+def _sample_keys(
+    seed: int | tf.Tensor | None, reference: tf.Tensor | None, batch_size: tf.Tensor,
+    num_samples: int,
+) -> tf.Tensor:
+    """Per-row sampling keys from the seed, the row's content and its sample number."""
+    sample_index = tf.tile(tf.range(num_samples), [batch_size // num_samples])
+    content = reference  # inputs, or the prompt
+    if content is not None and (not content.dtype.is_integer or content.shape.rank != 2):
+        content = None  # image inputs: the sample number and seed alone key a row
+    return sampling.row_keys(sampling.resolve_seed(seed), content, sample_index)
+
+
 def infer(
     model: step_interface.Decodable,
     features: dict[str, tf.Tensor],
@@ -73,10 +85,9 @@ def infer(
     is forced before decoding (a language model's prompt): outputs are then the
     decode_length tokens after each row's prompt, and scores their log-probability.
     Class-label problems return the argmax class [B, 1]. `use_cache=False` forces the
-    step that re-runs the whole model on the prefix (for models with a cache, to
-    check it).
+    step that re-runs the whole model on the prefix (to check a model's cache).
     """
-    features = {k: v for k, v in features.items() if k != "targets"}
+    features = {k: tf.convert_to_tensor(v) for k, v in features.items() if k != "targets"}
     prompt = features.pop(PROMPT, None)
     if model.problem_hparams.is_classifier:
         return _classify(model, features, top_beams)
@@ -84,8 +95,14 @@ def infer(
     if prompt is not None:
         prompt = tf.cast(prompt, tf.int32)
         features["targets"] = prompt  # sizes the batch (decode_init overwrites it)
+    if "inputs" not in features and "targets" not in features:
+        # Nothing to condition on (unconditional image generation): one row, whose
+        # num_samples copies are the samples; decode_init reads only this shape.
+        features["targets"] = tf.zeros([1, 0], tf.int32)
     features = _tile(features, num_samples)
     reference = features.get("inputs", features.get("targets"))
+    # Images are a fixed number of sub-pixels, every value (1 included) a colour: no EOS.
+    eos_id = -1 if model.problem_hparams.modality.get("targets") == Modality.IMAGE else EOS_ID
     batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
     new_tokens = tf.cast(decode_length, tf.int32)
     # One step more than the longest prompt needs: every row then ends with its forced
@@ -103,20 +120,15 @@ def infer(
                                          new_tokens, EOS_ID)
         ids, scores = beam_search.beam_search(
             step, state, batch_size, beam_size, length,
-            model.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=EOS_ID,
+            model.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=eos_id,
             top_beams=top_beams,
         )
     else:
         if prompt is not None:
             step = prompting.forced_step(step, features["targets"], new_tokens, EOS_ID)
-        sample_index = tf.tile(tf.range(num_samples), [batch_size // num_samples])
-        content = reference  # inputs, or the prompt
-        if content is not None and not content.dtype.is_integer:
-            content = None  # image inputs: the sample number and seed alone key a row
-        keys = sampling.row_keys(sampling.resolve_seed(seed), content, sample_index)
         ids, scores = greedy.greedy_or_sample(
             step, init(features, length), batch_size, length, temperature, top_k, top_p,
-            eos_id=EOS_ID, keys=keys,
+            eos_id=eos_id, keys=_sample_keys(seed, reference, batch_size, num_samples),
         )
         if num_samples > 1:
             ids = tf.reshape(ids, [-1, num_samples, length])

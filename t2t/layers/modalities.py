@@ -4,7 +4,9 @@ A problem's hparams name one modality per feature (t2t.features.Modality);
 T2TModel builds them with `create_modality`, so a model body only sees dense tensors:
   symbol       ids [B, T] -> [B, T, H];  body [B, T, H] -> logits [B, T, V]
   class_label  ids [B, 1] -> [B, 1, H];  body [B, ..., H] -> logits [B, 1, C]
-  image        uint8 [B, H, W, C] -> float [B, H, W, C] in [0, 1]
+  image        uint8 [B, H, W, C] -> float [B, H, W, C] in [0, 1]; as targets
+               (ImageTargetModality): H*W*C sub-pixel symbols in raster order, each
+               embedded by (channel, value) -> [B, H*W*C, H']; body -> logits [B, L, 256]
   real         float [B, T, D] -> [B, T, H];  body -> [B, T, D] (L2 loss)
   identity     passed through unchanged
   audio        PCM ids [B, N] -> log-mel features -> strided convolutions -> [B, N', H]
@@ -67,6 +69,10 @@ class Modality(common.Layer):
 
     def top(self, body_output: tf.Tensor) -> tf.Tensor:
         return body_output
+
+    def metric_targets(self, targets: tf.Tensor) -> tf.Tensor:
+        """The targets in the shape of the logits without their last axis (for metrics)."""
+        return targets
 
     def targets_weights(self, targets: tf.Tensor) -> tf.Tensor:
         """Weight of each target position: 1 for real tokens, 0 for padding."""
@@ -159,6 +165,55 @@ class ImageModality(Modality):
 
     def bottom(self, x, training=None):
         return tf.cast(x, self.compute_dtype) / tf.cast(255.0, self.compute_dtype)
+
+
+class ImageTargetModality(Modality):
+    """Image targets as 256-way symbols per channel (Tensor2Tensor's default likelihood).
+
+    An image uint8 [B, H, W, C] is the sequence of its L = H*W*C sub-pixels in raster
+    order, channels interleaved (R, G, B of a pixel, then the next pixel). Each is
+    embedded by its channel and value (a table [C * 256, hidden]); the top projects the
+    body's [B, L, hidden] to 256 logits per sub-pixel; the loss is the cross-entropy of
+    every sub-pixel (weights 1: value 0 is a colour, not padding), so its mean over
+    sub-pixels in nats / ln 2 is bits per dimension.
+    """
+
+    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "image_target_modality",
+                 channels: int = 3):
+        super().__init__(256, hparams, name)
+        self.channels = channels
+        self.embedding = self.add_weight(
+            name="weights", shape=(channels * 256, self.hidden_size),
+            initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5))
+        self.softmax = keras.layers.Dense(256, name="softmax",
+                                          kernel_initializer=common.initializer(hparams))
+
+    def flatten(self, images: tf.Tensor) -> tf.Tensor:
+        """uint8 [B, H, W, C] -> int32 sub-pixel values [B, H*W*C]."""
+        return tf.reshape(tf.cast(images, tf.int32), [tf.shape(images)[0], -1])
+
+    def embed(self, values: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
+        """Sub-pixel values int [B, T] at sequence positions int [T] -> [B, T, hidden]."""
+        ids = tf.cast(values, tf.int32) + 256 * (tf.cast(positions, tf.int32) % self.channels)
+        return tf.gather(tf.cast(self.embedding, self.compute_dtype), ids)
+
+    def targets_bottom(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        values = self.flatten(x)
+        return self.embed(values, tf.range(tf.shape(values)[1]))
+
+    def top(self, body_output: tf.Tensor) -> tf.Tensor:
+        return self.softmax(body_output)
+
+    def metric_targets(self, targets: tf.Tensor) -> tf.Tensor:
+        return self.flatten(targets)
+
+    def targets_weights(self, targets: tf.Tensor) -> tf.Tensor:
+        return tf.ones(tf.shape(targets), tf.float32)
+
+    def loss(self, logits, targets, label_smoothing):
+        values = self.flatten(targets)
+        xent = smoothed_cross_entropy(logits, values, 256, label_smoothing)
+        return tf.reduce_sum(xent), tf.cast(tf.size(values), tf.float32)
 
 
 class RealModality(Modality):
@@ -254,12 +309,13 @@ _MODALITIES = {
 
 
 def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: str,
-                    with_softmax: bool | None = None, sample_rate: int | None = None
-                    ) -> Modality:
+                    with_softmax: bool | None = None, sample_rate: int | None = None,
+                    image_shape: list[int] | None = None) -> Modality:
     """The modality layer for `feature` of kind `kind` (a Modality name).
 
     with_softmax: whether a symbol modality projects to logits (default: for targets).
-    sample_rate: Hz of an audio feature (the problem's audio_sample_rate)."""
+    sample_rate: Hz of an audio feature (the problem's audio_sample_rate).
+    image_shape: [H, W, C] of image features (image targets need C)."""
     if kind not in _MODALITIES:
         raise ValueError(f"Unknown modality {kind!r} for feature {feature!r}: use one of {sorted(_MODALITIES)}.")
     if kind in (SYMBOL, CLASS_LABEL) and not vocab_size:
@@ -271,4 +327,7 @@ def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: st
         return SymbolModality(vocab_size, hparams, name=name, with_softmax=with_softmax)
     if kind == AUDIO:
         return AudioModality(vocab_size, hparams, name=name, sample_rate=sample_rate)
+    if kind == IMAGE and feature == "targets":
+        channels = (image_shape or [None, None, 3])[-1] or 3
+        return ImageTargetModality(vocab_size, hparams, name=name, channels=channels)
     return _MODALITIES[kind](vocab_size, hparams, name=name)

@@ -81,7 +81,7 @@ class T2TModel(common.Layer):
                 continue
             created[feature] = modalities.create_modality(
                 kind, php.vocab_size.get(feature), hp, feature,
-                sample_rate=php.audio_sample_rate)
+                sample_rate=php.audio_sample_rate, image_shape=php.image_shape)
         return created
 
     def _training(self, training: bool | None) -> bool:

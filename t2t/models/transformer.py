@@ -19,8 +19,9 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.features import Modality
 from t2t.layers import attention, common, ctc, feed_forward, positional, relative_attention
-from t2t.models import t2t_model
+from t2t.models import image_encoder, t2t_model
 from t2t.models.step_interface import ANCESTRY, SLOTS
 
 
@@ -151,6 +152,7 @@ class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
 
     ctc: ctc.CTCLoss | None = None  # with hparams.ctc_loss_weight (subclasses may skip __init__)
+    image_encoder: image_encoder.ImageEncoder | None = None  # image inputs -> positions
 
     def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
         super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)
@@ -158,6 +160,8 @@ class Transformer(t2t_model.T2TModel):
         self.is_classifier = self.problem_hparams.is_classifier
         self.has_encoder = self.has_inputs
         if self.has_encoder:
+            if self.problem_hparams.modality.get("inputs") == Modality.IMAGE:
+                self.image_encoder = image_encoder.ImageEncoder(hp)
             self.encoder = Stack(hp, [EncoderLayer(hp, f"layer_{i}")
                                       for i in range(_layer_count(hp, "num_encoder_layers"))], "encoder")
             self.target_space_embedding = (
@@ -177,8 +181,11 @@ class Transformer(t2t_model.T2TModel):
 
     # ------------------------------------------------------------ encoder
     def encode(self, inputs: tf.Tensor, features: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """Embedded inputs [B, S, H] -> (encoder output [B, S, H], its bias, nonpadding [B, S])."""
+        """Embedded inputs [B, S, H] (or images [B, H, W, C] of an image problem) ->
+        (encoder output [B, S, H], its bias, nonpadding [B, S])."""
         hp = self.hparams
+        if self.image_encoder is not None:
+            inputs = self.image_encoder(inputs, training=training)
         nonpadding = attention.embedding_to_nonpadding(inputs)
         segment = features.get("inputs_segmentation")
         if segment is not None:

@@ -155,9 +155,14 @@ class ImageProblem(problem.Problem):
         image = tf.io.decode_png(encoded, channels=channels, dtype=tf.uint8)
         return tf.ensure_shape(image, self.image_shape)
 
+    @property
+    def image_key(self) -> str:
+        """The feature that holds the image: "inputs", or "targets" when it is generated."""
+        return "targets" if self.was_reversed else "inputs"
+
     def image_feature(self, example: dict[str, Any]) -> tuple[str, Any]:
         """(feature name, uint8 image) of `example`: its image, decoded if still encoded."""
-        key = "targets" if self.was_reversed else "inputs"
+        key = self.image_key
         image = example[key]
         if image.dtype == tf.string:
             image = self.decode_image(image)
@@ -166,10 +171,11 @@ class ImageProblem(problem.Problem):
     def preprocess_example(
         self, example: dict[str, Any], mode: str, model_hparams: Any
     ) -> dict[str, Any]:
-        """Decodes the image feature; applies `augment` in TRAIN mode."""
+        """Decodes the image feature; applies `augment` in TRAIN mode to an input image
+        (a generated one is the distribution to learn: it is not augmented)."""
         example = dict(example)
         key, image = self.image_feature(example)
-        if mode == problem.TRAIN:
+        if mode == problem.TRAIN and key == "inputs":
             image = self.augment(image)
         example[key] = image
         return example
@@ -266,5 +272,7 @@ class Image2ClassProblem(ImageProblem):
         )
 
     def eval_metrics(self) -> list[str]:
+        if self.was_reversed:  # class -> image: the likelihood of the images
+            return ["bits_per_dim", "neg_log_perplexity"]
         metrics = ["accuracy", "neg_log_perplexity"]
         return metrics + (["accuracy_top5"] if self.num_classes > 5 else [])

@@ -95,6 +95,11 @@ class Image2TextProblem(image_problems.ImageProblem):
     sequence_features: Sequence[str] = ("targets",)
     target_space_id = problem.SpaceID.EN_CHR
 
+    @property
+    def model_image_shape(self) -> list[int]:
+        """[H, W, C] of the images the model sees (after cropping)."""
+        return [self.crop_size, self.crop_size, self.num_channels]
+
     def generate_image_captions(
         self, data_dir: str, tmp_dir: str, split: str, *, mirror: str | None = None
     ) -> Iterator[tuple[bytes, Sequence[str]]]:
@@ -163,7 +168,7 @@ class Image2TextProblem(image_problems.ImageProblem):
             target_space_id=self.target_space_id,
             batch_size_means_tokens=False,
             stop_at_eos=True,
-            image_shape=[self.crop_size, self.crop_size, self.num_channels],
+            image_shape=self.model_image_shape,
         )
 
     def eval_metrics(self) -> list[str]:

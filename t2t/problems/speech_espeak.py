@@ -17,10 +17,7 @@ TRAIN_VOICES (the seen-voice figure: new sentences, known speakers).
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import io
-import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -30,6 +27,7 @@ import numpy as np
 
 from t2t import registry
 from t2t.problems import problem, speech, text_files
+from t2t.problems.sentences import docstring_sentences, held_out, plain_sentences  # noqa: F401
 from t2t.utils import optional_deps
 
 # "language+variant" voices of espeak-ng (its gmw English voices and variants; "en"
@@ -38,9 +36,6 @@ TRAIN_VOICES = ("en-us+m1", "en-us+f2", "en+m3", "en+f1", "en-gb-x-rp+m2",
                 "en-us+f4", "en-gb-x-gbclan+m4", "en-us-nyc+f3")
 DEV_VOICES = ("en-gb-scotland+m7", "en-029+f5", "en-gb-x-gbcwmd+m5")
 ESPEAK_RATE = 22050  # Hz of espeak-ng's output
-# Words of letters (an apostrophe only inside one: "module's"), a capital only first
-# (camelCase identifiers are code, not speech).
-_WORD = re.compile(r"^[A-Za-z][a-z]*('[a-z]+)?$")
 
 
 class EspeakMissingError(problem.DataMissingError):
@@ -70,38 +65,6 @@ def synthesize(text: str, voice: str, rate_wpm: int, pitch: int) -> tuple[np.nda
                                 "unreadable")
     samples, rate = soundfile.read(io.BytesIO(result.stdout), dtype="int16")
     return samples, int(rate)
-
-
-def plain_sentences(text: str, min_words: int = 4, max_words: int = 14) -> Iterator[str]:
-    """The sentences of `text` made of words only (letters, an apostrophe inside a word),
-    lowercased, with min_words..max_words words."""
-    for raw in re.split(r"(?<=[.!?])\s+|\n\s*\n", text):
-        words = raw.split()
-        if words:
-            words[-1] = words[-1].rstrip(".!?")
-        if min_words <= len(words) <= max_words and all(_WORD.match(w) for w in words):
-            yield " ".join(words).lower()
-
-
-def docstring_sentences(stdlib: str | None = None) -> list[str]:
-    """The distinct plain sentences of the standard library's docstrings, in file order."""
-    return list(_docstring_sentences(stdlib or text_files.stdlib_dir()))
-
-
-@functools.lru_cache(maxsize=4)  # read once per process: ~3 s, asked for by each split
-def _docstring_sentences(stdlib: str) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for path in text_files.stdlib_modules(stdlib):
-        text = text_files.module_text(path)
-        for sentence in plain_sentences(text or ""):
-            seen.setdefault(sentence, None)
-    return tuple(seen)
-
-
-def held_out(sentence: str, percent: int = 10) -> bool:
-    """Whether `sentence` is one of the held-out (dev/test) sentences: by a hash of its
-    text, so the deal does not depend on the corpus order."""
-    return int(hashlib.sha256(sentence.encode("utf-8")).hexdigest(), 16) % 100 < percent
 
 
 @registry.register_problem("speech_synthetic_espeak")

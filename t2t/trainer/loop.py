@@ -20,10 +20,18 @@ import tensorflow as tf
 from absl import logging
 
 from t2t.config import InputConfig, TrainerConfig
-from t2t.decoding import infer
+from t2t.decoding import image_samples, infer
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
-from t2t.trainer import debugging, eval_decoding, layer_stats, profiling, run_dir, summaries
+from t2t.trainer import (
+    debugging,
+    eval_decoding,
+    image_summaries,
+    layer_stats,
+    profiling,
+    run_dir,
+    summaries,
+)
 from t2t.trainer import metrics as metrics_lib
 from t2t.trainer import strategy as strategy_lib
 from t2t.trainer import task as task_lib
@@ -77,6 +85,7 @@ class TrainingLoop:
         self._snapshot: layer_stats.WeightSnapshot | None = None
         self._eval_step = None
         self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
+        self._image_summary: image_summaries.ImageSampleSummary | None = None
         # Decode metrics (WER...) at each evaluation; the count is checked here, not later.
         self._decode_examples = eval_decoding.examples_to_decode(
             config.eval_decode_examples, list(task.problem.eval_metrics()))
@@ -337,8 +346,17 @@ class TrainingLoop:
         return next(iter(examples.padded_batch(count)), None)
 
     def _decode_summaries(self) -> None:
-        """A few eval-split examples decoded greedily in one batch, as TensorBoard text."""
+        """A few eval-split examples decoded greedily in one batch, as TensorBoard text
+        (image targets: a few sampled images, t2t.trainer.image_summaries)."""
         try:
+            if self.config.decode_summaries and image_samples.is_image_target(
+                    self.task.problem_hparams):
+                if self._image_summary is None:
+                    self._image_summary = image_summaries.ImageSampleSummary(
+                        self.model, self.task.problem, self.task.data_dir,
+                        self.task.eval_split, self.config.decode_summaries)
+                self._image_summary()
+                return
             batch = self._summary_batch()
             if batch is None:
                 return

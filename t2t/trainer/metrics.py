@@ -22,6 +22,8 @@ Names (from `problem.eval_metrics()`), as T2T's `padded_*` metrics:
   (`byte_lengths`, from the targets encoder's `token_byte_lengths()`, where EOS stands
   for the newline or document end); without it the metric is skipped. Comparable
   across vocabularies and with compressors.
+- bits_per_dim: mean -log2 p per weighted target position: for image targets (every
+  sub-pixel a position), the bits per dimension image models report.
 Decode-time names ("bleu", "rouge_2", "rouge_l", "wer", "cer") need decoded text, so `compute_metrics`
 skips them: t2t-decoder computes them from decodes and references
 (`t2t.decoding.decoder.score_decodes`; ROUGE and WER/CER where the problem's metrics
@@ -138,9 +140,10 @@ METRICS: dict[str, Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Pair]] = {
 }
 PERPLEXITY = "perplexity"
 BITS_PER_BYTE = "bits_per_byte"
+BITS_PER_DIM = "bits_per_dim"
 # Computed in compute_metrics from more than (logits, targets, weights).
-LM_METRICS = (PERPLEXITY, BITS_PER_BYTE)
-TRAINABLE_METRICS = (*METRICS, *LM_METRICS)
+LM_METRICS = (PERPLEXITY, BITS_PER_BYTE)  # added to a language model's eval metrics
+TRAINABLE_METRICS = (*METRICS, *LM_METRICS, BITS_PER_DIM)
 
 
 def _exp_neg(value: float) -> float:
@@ -199,6 +202,9 @@ def compute_metrics(
     for name in trainable_metric_names(names):
         if name in (PERPLEXITY, "neg_log_perplexity"):
             results[name] = nll_pair()
+        elif name == BITS_PER_DIM:
+            numerator, denominator = nll_pair()
+            results[name] = (-numerator / math.log(2.0), denominator)
         elif name == BITS_PER_BYTE:
             if byte_lengths is not None:
                 results[name] = _bits_over_bytes(nll_pair(), targets, weights, byte_lengths)

@@ -239,8 +239,9 @@ class Task:
         byte_lengths = None
         if metrics_lib.BITS_PER_BYTE in metric_names:
             byte_lengths = self.target_byte_lengths()
+        targets = model.targets_modality.metric_targets(features["targets"])
         results = metrics_lib.compute_metrics(
-            metric_names, logits, features["targets"], self.problem_hparams.modality["targets"],
+            metric_names, logits, targets, self.problem_hparams.modality["targets"],
             byte_lengths=byte_lengths)
         results["loss"] = losses[TRAINING_LOSS]
         return results

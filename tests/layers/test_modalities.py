@@ -218,6 +218,6 @@ def test_vocab_size_required(kind):
 
 
 def test_modality_without_a_loss():
-    modality = modalities.create_modality("image", 256, hparams(), "targets")
+    modality = modalities.create_modality("image", 256, hparams(), "inputs")
     with pytest.raises(NotImplementedError):
         modality.loss(tf.zeros([1]), tf.zeros([1]), 0.0)

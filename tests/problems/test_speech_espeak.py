@@ -1,5 +1,5 @@
-"""Tests of t2t.problems.speech_espeak: sentences from docstrings, the held-out deal,
-voices per split, noise, and the error without espeak-ng."""
+"""Tests of t2t.problems.speech_espeak: sentences per split, voices per split, noise, and
+the error without espeak-ng (sentences themselves: tests/problems/test_sentences.py)."""
 
 from __future__ import annotations
 
@@ -31,22 +31,6 @@ def read(name):
 def close():
     """Close the archive and free its file handle."""
 '''
-
-
-def test_plain_sentences_keep_words_only():
-    text = ("Return the number of items. See os.path.join() for paths. Use assertRaisesRegex "
-            "as a context manager. Load the module 'fullname' now. The module's name is "
-            "kept here. Too short. Return a list of the labels on the message!")
-    assert list(speech_espeak.plain_sentences(text)) == [
-        "return the number of items", "the module's name is kept here",
-        "return a list of the labels on the message"]
-
-
-def test_the_held_out_deal_depends_on_the_text_alone():
-    sentences = [f"sentence number {i} of the corpus" for i in range(2000)]
-    held = [s for s in sentences if speech_espeak.held_out(s)]
-    assert 150 < len(held) < 250  # about 10%
-    assert held == [s for s in reversed(sentences) if speech_espeak.held_out(s)][::-1]
 
 
 def test_dev_voices_are_not_training_voices():

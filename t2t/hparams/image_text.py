@@ -22,12 +22,13 @@ def add_image_encoder_hparams(hp: HParams) -> HParams:
     3 conv stages (2 convolutions each, batch norm) of 32, 64, 128 channels, raster
     order. (Layer norm in place of batch norm, or one convolution per stage, did not
     learn to read ocr_rendered_text's lines in 400 steps here; this does in 300.)"""
-    hp.add_hparam("image_encoder", "conv")  # or "resnet"
+    hp.add_hparam("image_encoder", "conv")  # or "resnet", "xception"
     hp.add_hparam("image_encoder_layers", 3)  # "conv": stride-2 stages
     hp.add_hparam("image_encoder_width_layers", -1)  # "conv": stages that halve the width
     hp.add_hparam("image_encoder_convs", 2)  # "conv": 3x3 convolutions per stage
     hp.add_hparam("image_encoder_channels", 32)  # of the first stage; doubling per stage
     hp.add_hparam("image_encoder_resnet_blocks", [2, 2, 2, 2])  # "resnet": blocks per stage
+    hp.add_hparam("image_encoder_xception_blocks", 8)  # "xception": middle-flow blocks
     hp.add_hparam("image_encoder_flatten", "raster")  # or "columns"
     # Joint CTC-attention training (t2t.layers.ctc) over the encoder's positions: 0 off.
     hp.add_hparam("ctc_loss_weight", 0.0)

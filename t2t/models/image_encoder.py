@@ -9,7 +9,10 @@ t2t.hparams.image_text declares the hparams with their defaults):
             image_encoder_width_layers halve the width, -1: all; lines of text keep
             more columns than rows): small, for rendered text and CPU runs;
   "resnet"  the ResNet of t2t.models.resnet (residual blocks image_encoder_resnet_blocks
-            per stage, a stride-2 7x7 stem, stride 2 from the second stage): for photos.
+            per stage, a stride-2 7x7 stem, stride 2 from the second stage): for photos;
+  "xception" the Xception of t2t.models.xception at width F = image_encoder_channels:
+            its full entry flow (/16), image_encoder_xception_blocks middle-flow blocks
+            and its exit flow (/32, 2.5 F channels): 224 px -> 7 x 7 positions.
 hparams.image_encoder_flatten turns the feature map [B, h, w, F] into positions:
   "raster"  one position per cell, row by row: S = h * w (photos, captioning);
   "columns" one position per column, the column's cells concatenated: S = w, depth h * F
@@ -25,9 +28,9 @@ import keras
 import tensorflow as tf
 
 from t2t.layers import common
-from t2t.models import resnet
+from t2t.models import resnet, xception
 
-IMAGE_ENCODERS = ("conv", "resnet")
+IMAGE_ENCODERS = ("conv", "resnet", "xception")
 FLATTEN_ORDERS = ("raster", "columns")
 
 
@@ -51,6 +54,9 @@ def check_image_encoder_hparams(hp: Any) -> None:
             len(hp.image_encoder_resnet_blocks) < 1 or min(hp.image_encoder_resnet_blocks) < 1):
         raise ValueError(f"image_encoder_resnet_blocks={hp.image_encoder_resnet_blocks}: use "
                          "one count >= 1 per stage, e.g. [2, 2, 2, 2].")
+    if hp.image_encoder_xception_blocks < 0:
+        raise ValueError(f"image_encoder_xception_blocks={hp.image_encoder_xception_blocks}: "
+                         "use 0 or more.")
 
 
 class _ConvStage(common.Layer):
@@ -87,6 +93,16 @@ class ImageEncoder(common.Layer):
                                       halve_width=width_layers < 0 or i < width_layers,
                                       convs=hparams.image_encoder_convs)
                            for i in range(hparams.image_encoder_layers)]
+        elif self.kind == "xception":
+            # Xception's layers read their width, kernel and dropout from hparams: give
+            # them the encoder's (3x3 kernels as xception_base), not the Transformer's.
+            width = hparams.image_encoder_channels
+            xhp = hparams.copy().override_from_dict(
+                {"hidden_size": width, "kernel_height": 3, "kernel_width": 3})
+            self.stem = xception.EntryFlow(xhp, name="xception_entry")
+            self.stages = [xception.ResidualBlock(xhp, name=f"layer_{i}")
+                           for i in range(hparams.image_encoder_xception_blocks)]
+            self.exit_flow = xception.ExitFlow(width, xhp, name="xception_exit")
         else:
             filters = hparams.image_encoder_channels
             self.stem = resnet.FixedPaddingConv2D(filters, 7, 2, hparams, name="initial_conv")
@@ -106,6 +122,11 @@ class ImageEncoder(common.Layer):
             for stage in self.stages:
                 x = stage(x, training=training)
             return x
+        if self.kind == "xception":
+            x = self.stem(x)
+            for block in self.stages:
+                x = block(x, training=training)
+            return self.exit_flow(x)
         x = self.stem_norm(self.stem(x), training=training)
         for stage in self.stages:
             x = stage(x, training=training)

@@ -522,6 +522,10 @@ def input_dataset(
     dataset = dataset.prefetch(config.prefetch_batches or tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = config.deterministic
+    # Training-time augmentation (random crops and flips) uses stateful random ops, which
+    # an iterator checkpoint cannot hold (TF fails the save): save the position without
+    # their state; a resumed run draws fresh augmentations from the ops' seeds.
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
     return dataset.with_options(options)
 
 

@@ -274,3 +274,43 @@ class ImageMsCocoCharacters(Image2TextProblem):
                         f"{path} has no image {member!r}, named in the {split} captions."
                     ) from None
                 yield data, captions
+
+
+@registry.register_problem
+class ImageMsCocoTokens32k(ImageMsCocoCharacters):
+    """MS-COCO 2014 captioning with subword captions: a SentencePiece (unigram) model of
+    at most 32768 pieces trained on the train2014 captions, ids 0 PAD, 1 EOS, 2 UNK.
+
+    Tensor2Tensor's `image_ms_coco_tokens32k` borrowed the 32k subword vocabulary of its
+    English-German/French translation data; t2t trains one on the captions themselves
+    (written to data_dir as vocab.image_ms_coco_tokens32k.32768.model by t2t-datagen),
+    so the problem needs no other data set.
+    """
+
+    approx_vocab_size = 2**15
+    target_space_id = problem.SpaceID.EN_TOK
+
+    @property
+    def vocab_filename(self) -> str:
+        return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.model"
+
+    def build_encoders(self, data_dir: str | None) -> dict[str, Any]:
+        if data_dir is None:
+            raise problem.DataMissingError(
+                f"{self.name} needs its SentencePiece vocabulary from data_dir; pass data_dir.")
+        hint = f"run `t2t-datagen --problem={self.name} --data_dir={data_dir}` first"
+        path = os.path.join(data_dir, self.vocab_filename)
+        return {"targets": text_encoder.SentencePieceEncoder.load(path, hint=hint)}
+
+    def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
+        """Fetches and reads the data, then trains the vocabulary on the train captions
+        (unless data_dir already has it: a vocabulary is never overwritten)."""
+        super().prepare(data_dir, tmp_dir, mirror=mirror)
+        path = os.path.join(data_dir, self.vocab_filename)
+        if os.path.exists(path):
+            return
+        os.makedirs(data_dir, exist_ok=True)
+        texts = (c for _, captions in self.captions(problem.TRAIN_SPLIT, tmp_dir, mirror)
+                 for c in captions)
+        text_encoder.SentencePieceEncoder.train(texts, path[: -len(".model")],
+                                                self.approx_vocab_size)

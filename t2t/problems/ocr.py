@@ -4,14 +4,16 @@
 standard library's docstrings (t2t.problems.sentences), case kept, wrapped at word
 boundaries into lines of at most `max_line_chars` characters, as a page's lines are.
 Each line is drawn with Pillow into a 32 x 384 grayscale strip: a font face, a size
-(13-18 px, smaller if the line would not fit), a position (left margin, baseline jitter),
-a paper and an ink level at least 80 apart (dark on light or light on dark), and
-Gaussian noise with a standard deviation of up to 24 levels, all drawn by a seeded
+(14-18 px, smaller if the line would not fit), a position (left margin, baseline jitter),
+a paper and an ink level at least 128 apart (dark on light or light on dark), and
+Gaussian noise with a standard deviation of up to 12 levels, all drawn by a seeded
 generator. Targets are the line's UTF-8 bytes (ByteTextEncoder) ending with EOS.
 
 Splits, so that reading must generalize: sentences are dealt by a hash of their text
 (t2t.problems.sentences.held_out), 90% to training; every line of a sentence goes with
-it, and a training line that a held-out sentence also has (e.g. "Return the") is left out. `train`: held-in lines in TRAIN_FONTS (8 DejaVu faces, Debian `fonts-dejavu-core`).
+it, and a training line that a held-out sentence also has (e.g. "Return the") is left
+out. `train`: held-in lines in TRAIN_FONTS (8 DejaVu faces, Debian `fonts-dejavu-core`
+and `fonts-dejavu-extra`).
 `dev`: held-out lines in DEV_FONTS (Liberation Sans, Serif and Mono, Debian
 `fonts-liberation`), faces never seen in training (the unseen-font figure). `test`:
 held-out lines in TRAIN_FONTS (new text, known faces). Metrics: per-sequence accuracy
@@ -39,7 +41,8 @@ tf = lazy_module("tensorflow")
 FONT_DIRS = ("/usr/share/fonts/truetype", "/usr/share/fonts", "/usr/local/share/fonts",
              "/Library/Fonts", "C:/Windows/Fonts")
 # (file name, Debian package) of the faces of each split.
-TRAIN_FONTS = tuple((name, "fonts-dejavu-core") for name in (
+TRAIN_FONTS = tuple((name, "fonts-dejavu-extra" if "Oblique" in name else "fonts-dejavu-core")
+                    for name in (
     "DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSans-Oblique.ttf",
     "DejaVuSans-BoldOblique.ttf", "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf",
     "DejaVuSansMono.ttf", "DejaVuSansMono-Bold.ttf"))

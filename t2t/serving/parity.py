@@ -28,6 +28,7 @@ from absl import logging
 
 from t2t.config import DecodeHParams
 from t2t.decoding import decoder as decoder_lib
+from t2t.decoding import image_inputs
 from t2t.features import EOS_ID, PCM_OFFSET, Modality
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
@@ -187,11 +188,18 @@ class _Comparison:
             self.differences.append(f"[{kind}] input {label}: " + "; ".join(problems))
 
 
+def _served_pixels(decoder: decoder_lib.Decoder, encoded: bytes) -> np.ndarray:
+    """The pixels the export sees in encoded image bytes: the model's size and channels
+    (a stored image larger than the model's, e.g. COCO's 256 for 224 crops, is resized,
+    as a client's image would be), decoded as t2t-decoder decodes an image file."""
+    return image_inputs.decode_image(encoded, decoder.problem_hparams.image_shape)[0]
+
+
 def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
                   batches: list[list[bytes]], served: list[dict[str, Any]], kind: str) -> None:
     for batch_values, out in zip(batches, served, strict=True):
         if kind == Modality.IMAGE:
-            wants = decoder.decode_features([problem.decode_image(v).numpy() for v in batch_values])
+            wants = decoder.decode_features([_served_pixels(decoder, v) for v in batch_values])
             labels = ["<image>"] * len(batch_values)
         elif kind == Modality.AUDIO:
             wants = decoder.decode_features([_audio_ids(v) for v in batch_values])
@@ -213,7 +221,7 @@ def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, pro
                       kind: str) -> None:
     for batch, out in zip(batches, served, strict=True):
         if kind == Modality.IMAGE:
-            prepared = [problem.decode_image(e["image"]).numpy() for e in batch]
+            prepared = [_served_pixels(decoder, e["image"]) for e in batch]
             labels = ["<image>"] * len(batch)
         elif kind == Modality.AUDIO:
             prepared = [_audio_ids(e["audio"]) for e in batch]

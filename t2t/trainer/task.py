@@ -54,14 +54,18 @@ NUM_COUNTS = 3
 
 def count_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
     """float32 [examples, non-padding tokens, token positions] of a batch (tokens and
-    positions of the 2-D integer inputs and targets; 1 - tokens / positions is the
-    padding fraction)."""
+    positions of the 2-D integer inputs and targets, and every sub-pixel of image
+    targets; 1 - tokens / positions is the padding fraction)."""
     examples = tf.cast(tf.shape(features["targets"])[0], tf.float32)
     tokens = positions = tf.constant(0.0)
     for name in ("inputs", "targets"):
         value = features.get(name)
         if value is not None and value.dtype.is_integer and len(value.shape) == 2:
             tokens += tf.reduce_sum(tf.cast(tf.not_equal(value, 0), tf.float32))
+            positions += tf.cast(tf.size(value), tf.float32)
+        elif name == "targets" and value.dtype.is_integer and len(value.shape) == 4:
+            # Image targets (uint8 [B, H, W, C]): every sub-pixel is predicted, 0 included.
+            tokens += tf.cast(tf.size(value), tf.float32)
             positions += tf.cast(tf.size(value), tf.float32)
     return tf.stack([examples, tokens, positions])
 

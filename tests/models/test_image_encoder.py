@@ -35,8 +35,19 @@ def test_the_resnet_encoder_halves_the_size_per_stage_after_the_stem():
     assert out.shape == (2, 4 * 4, 16)  # 32 -> 16 (stem) -> 16 -> 8 -> 4
 
 
+def test_the_xception_encoder_divides_the_size_by_32_at_its_own_width():
+    hp = _hparams(image_encoder="xception", image_encoder_channels=8,
+                  image_encoder_xception_blocks=1)
+    encoder = image_encoder.ImageEncoder(hp)
+    out = encoder(tf.random.uniform([2, 64, 96, 3]), training=True)
+    assert out.shape == (2, 2 * 3, 16)  # 64 x 96 -> 2 x 3 cells of 2.5 * 8 = 20 -> 16
+    assert encoder.feature_map(tf.zeros([1, 64, 96, 3])).shape[-1] == 20
+    assert hp.hidden_size == 16 and hp.kernel_width == 1  # the model's hparams untouched
+
+
 @pytest.mark.parametrize("name, value, match", [
-    ("image_encoder", "xception", "image_encoder='xception'"),
+    ("image_encoder", "vgg", "image_encoder='vgg'"),
+    ("image_encoder_xception_blocks", -1, "image_encoder_xception_blocks=-1"),
     ("image_encoder_flatten", "spiral", "image_encoder_flatten='spiral'"),
     ("image_encoder_layers", 0, "image_encoder_layers=0"),
     ("image_encoder_convs", 0, "image_encoder_convs=0"),

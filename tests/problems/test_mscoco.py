@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import io
-import json
 import os
-import zipfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,78 +13,15 @@ import pytest
 
 from t2t import registry
 from t2t.problems import download, generator_utils, mscoco, problem, text_encoder
-from tests.helpers.local_http import serve_folder, write_pinned
+from tests.helpers.coco_data import NUM_DEV, NUM_TRAIN, TRAIN, VAL, Tiny, write_tiny_coco
+from tests.helpers.local_http import serve_folder
 
 PIL = pytest.importorskip("PIL.Image")
-
-TRAIN = {  # image id -> (file name, size (w, h), colour, captions)
-    1: ("COCO_train2014_000000000001.jpg", (80, 60), (200, 30, 30), ["A red square.", "Red!"]),
-    7: ("COCO_train2014_000000000007.jpg", (40, 90), (30, 200, 30), ["A café sign ."]),
-    9: ("COCO_train2014_000000000009.jpg", (64, 64), (30, 30, 200), []),  # no caption
-}
-VAL = {
-    42: ("COCO_val2014_000000000042.jpg", (70, 50), (220, 220, 40), ["Yellow.", "So yellow", "x"]),
-}
-NUM_TRAIN, NUM_DEV = 3, 3
-
-
-def _jpeg(size: tuple[int, int], colour: tuple[int, int, int]) -> bytes:
-    out = io.BytesIO()
-    PIL.new("RGB", size, colour).save(out, format="JPEG", quality=95)
-    return out.getvalue()
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(zipfile.ZipInfo(name, date_time=(2014, 1, 1, 0, 0, 0)), data)
-    return buffer.getvalue()
-
-
-def _captions(images: dict) -> bytes:
-    annotations = []
-    for image_id, (_, _, _, captions) in images.items():
-        for caption in captions:
-            annotations.append({"image_id": image_id, "id": 1000 + len(annotations), "caption": caption})
-    annotations.reverse()  # not grouped or ordered by image, as in the real files
-    return json.dumps(
-        {
-            "info": {"year": 2014},
-            "images": [
-                {"id": i, "file_name": f, "width": s[0], "height": s[1]}
-                for i, (f, s, _, _) in images.items()
-            ],
-            "licenses": [],
-            "annotations": annotations,
-        }
-    ).encode()
-
-
-@dataclasses.dataclass
-class Tiny:
-    folder: str
-    resources: dict[str, download.Resource]
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Tiny:
-    folder = str(tmp_path_factory.mktemp("coco_mirror"))
-    files = {
-        mscoco.TRAIN_IMAGES: _zip({f"train2014/{f}": _jpeg(s, c) for f, s, c, _ in TRAIN.values()}),
-        mscoco.VAL_IMAGES: _zip({f"val2014/{f}": _jpeg(s, c) for f, s, c, _ in VAL.values()}),
-        mscoco.ANNOTATIONS: _zip(
-            {
-                "annotations/captions_train2014.json": _captions(TRAIN),
-                "annotations/captions_val2014.json": _captions(VAL),
-                "annotations/instances_val2014.json": b"{}",
-            }
-        ),
-    }
-    resources = {}
-    for name, data in files.items():
-        resources[name] = write_pinned(folder, name, data, "file:///nonexistent/" + name)
-    return Tiny(folder, resources)
+    return write_tiny_coco(str(tmp_path_factory.mktemp("coco_mirror")))
 
 
 @pytest.fixture
@@ -221,3 +156,26 @@ def test_registered_problem() -> None:
     assert hp.target_space_id == problem.SpaceID.EN_CHR
     assert p.sequence_features == ("targets",) and not p.batch_size_means_tokens
     assert [(s.name, s.shards) for s in p.splits] == [("train", 100), ("dev", 10)]
+
+
+def test_tokens32k_trains_its_vocabulary_on_the_train_captions(tiny: Tiny, tiny_problem: None,
+                                                              tmp_path) -> None:
+    data_dir = str(tmp_path / "data")
+    p = registry.problem("image_ms_coco_tokens32k")
+    assert isinstance(p, mscoco.ImageMsCocoTokens32k)
+    with pytest.raises(FileNotFoundError, match="t2t-datagen --problem=image_ms_coco_tokens32k"):
+        p.feature_encoders(data_dir)
+    p.generate_data(data_dir, str(tmp_path / "tmp"), mirror=tiny.folder, progress=False)
+    vocab = os.path.join(data_dir, "vocab.image_ms_coco_tokens32k.32768.model")
+    encoder = p.feature_encoders(data_dir)["targets"]
+    assert isinstance(encoder, text_encoder.SentencePieceEncoder) and os.path.exists(vocab)
+    assert p.hparams(data_dir).vocab_size["targets"] == encoder.vocab_size
+    assert p.hparams(data_dir).target_space_id == problem.SpaceID.EN_TOK
+    train = list(p.dataset("train", data_dir, seed=0).as_numpy_iterator())
+    captions = sorted(encoder.decode(ex["targets"][:-1]) for ex in train)
+    assert captions == sorted(["A red square.", "Red!", "A café sign ."])
+    assert all(ex["targets"][-1] == text_encoder.EOS_ID for ex in train)
+    # A second datagen keeps the vocabulary it finds (shards stay decodable).
+    before = os.path.getmtime(vocab)
+    mscoco.ImageMsCocoTokens32k().prepare(data_dir, str(tmp_path / "tmp"), mirror=tiny.folder)
+    assert os.path.getmtime(vocab) == before

@@ -29,6 +29,12 @@ def test_count_tokens_counts_examples_and_non_padding_tokens():
     np.testing.assert_array_equal(task_lib.count_tokens(features).numpy(), [2.0, 8.0, 12.0])
 
 
+def test_count_tokens_counts_every_sub_pixel_of_image_targets():
+    features = {"inputs": tf.constant([[3], [5]]),  # class labels
+                "targets": tf.zeros([2, 4, 4, 3], tf.uint8)}  # black: 0 is a colour
+    np.testing.assert_array_equal(task_lib.count_tokens(features).numpy(), [2.0, 98.0, 98.0])
+
+
 def test_a_train_step_lowers_the_loss_of_a_batch(task):
     keras.utils.set_random_seed(4)
     model = task.build_model()

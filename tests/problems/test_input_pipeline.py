@@ -343,3 +343,27 @@ def test_input_config_is_gin_configurable():
     finally:
         gin.clear_config()
     assert ip.InputConfig().shuffle_buffer_size == 1024
+
+
+def test_iterator_checkpoints_hold_the_position_despite_random_augmentation(
+        data, monkeypatch, tmp_path):
+    """A stateful random op in preprocess_example (as random crops are) does not stop
+    the iterator's checkpoint; the restored iterator resumes at the saved position."""
+    problem, data_dir = data
+    plain = problem.preprocess_example
+
+    def augmented(example, mode, hparams):
+        example = plain(example, mode, hparams)
+        jitter = tf.cast(tf.random.uniform([], 0, 2, dtype=tf.int32) * 0, example["targets"].dtype)
+        return {**example, "targets": example["targets"] + jitter}
+
+    monkeypatch.setattr(problem, "preprocess_example", augmented)
+    config = ip.InputConfig(deterministic=True, seed=3, shuffle_buffer_size=100)
+    hparams = make_hparams(batch_size=64)
+    iterator = iter(ip.input_dataset(problem, "train", data_dir, hparams, config=config))
+    next(iterator)
+    path = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "ckpt"))
+    expected = [next(iterator)["targets"].numpy().tolist() for _ in range(2)]
+    restored = iter(ip.input_dataset(problem, "train", data_dir, hparams, config=config))
+    tf.train.Checkpoint(iterator=restored).read(path).assert_consumed()
+    assert [next(restored)["targets"].numpy().tolist() for _ in range(2)] == expected

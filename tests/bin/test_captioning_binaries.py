@@ -7,8 +7,6 @@ TensorFlow script that sends JPEG bytes; the Xception encoder on image_ms_coco_c
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 from PIL import Image
@@ -17,6 +15,7 @@ from t2t.problems import download, mscoco
 from tests.helpers.binaries import run_binary
 from tests.helpers.coco_data import write_tiny_coco
 from tests.helpers.runs import NO_DECODE_SUMMARIES
+from tests.helpers.serving import export_and_caption
 
 HPARAMS = "hidden_size=32,filter_size=64,num_heads=2,num_hidden_layers=1,batch_size=4"
 
@@ -66,25 +65,9 @@ def test_tokens32k_captioner_decodes_with_beams_and_exports_for_jpeg_bytes(tiny_
     assert decoded.code == 0, decoded.err[-3000:]
     assert "red.jpg is 240x320 pixels: resized to 48x48 (height x width)" in decoded.err
     outputs = (root / "out.txt").read_text().split("\n")[:2]
-    exported = run_binary("t2t-exporter", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
-                          f"--export_dir={root / 'export'}",
-                          "--decode_hparams=beam_size=2,alpha=0.6,extra_length=8")
-    assert exported.code == 0, exported.err[-3000:]
-    assert "Parity check passed on " in exported.out
-    path = next(line.removeprefix("Exported: ") for line in exported.out.splitlines()
-                if line.startswith("Exported: "))
-    script = root / "client.py"
-    script.write_text(
-        "import sys, json, tensorflow as tf\n"
-        "import tensorflow_text  # the SentencePiece ops of the detokenizer\n"
-        "model = tf.saved_model.load(sys.argv[1])\n"
-        "images = [open(p, 'rb').read() for p in sys.argv[2:]]\n"
-        "out = model.signatures['serving_default'](inputs=tf.constant(images))\n"
-        "print(json.dumps([t.decode() for t in out['outputs'].numpy()]))\n")
-    client = subprocess.run([sys.executable, str(script), path, str(root / "red.jpg"),
-                             str(root / "gray.jpg")], capture_output=True, text=True, timeout=300)
-    assert client.returncode == 0, client.stderr[-3000:]
-    assert json.loads(client.stdout.splitlines()[-1]) == outputs
+    assert export_and_caption(output_dir, data_dir, str(root / "export"),
+                              "beam_size=2,alpha=0.6,extra_length=8",
+                              [str(root / "red.jpg"), str(root / "gray.jpg")]) == outputs
 
 
 @pytest.mark.slow

@@ -6,8 +6,6 @@ on PNG bytes), and a plain TensorFlow script that reads JPEG bytes like the deco
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from t2t import registry
 from t2t.problems import ocr
 from tests.helpers.binaries import run_binary
 from tests.helpers.runs import NO_DECODE_SUMMARIES
+from tests.helpers.serving import export_and_caption
 
 PROBLEM = "ocr_rendered_text_test"
 HPARAMS = ("hidden_size=32,filter_size=64,num_heads=2,num_hidden_layers=1,"
@@ -62,21 +61,6 @@ def test_images_decode_from_paths_and_from_jpeg_bytes_in_the_export(trained, tmp
     assert "b.jpg is 40x480 pixels: resized to 32x384 (height x width)" in decoded.err
     assert next(line for line in decoded.out.splitlines() if line.startswith("CER|"))
     outputs = (tmp_path / "out.txt").read_text().split("\n")[:2]
-    exported = run_binary("t2t-exporter", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
-                          f"--export_dir={tmp_path / 'export'}", "--decode_hparams=beam_size=1")
-    assert exported.code == 0, exported.err[-3000:]
-    assert "Parity check passed on " in exported.out
-    path = next(line.removeprefix("Exported: ") for line in exported.out.splitlines()
-                if line.startswith("Exported: "))
-    script = tmp_path / "client.py"
-    script.write_text(
-        "import sys, json, tensorflow as tf\n"
-        "model = tf.saved_model.load(sys.argv[1])\n"
-        "images = [open(p, 'rb').read() for p in sys.argv[2:]]\n"
-        "out = model.signatures['serving_default'](inputs=tf.constant(images))\n"
-        "print(json.dumps([t.decode() for t in out['outputs'].numpy()]))\n")
-    client = subprocess.run([sys.executable, str(script), path, str(root / "a.png"),
-                             str(root / "b.jpg")], capture_output=True, text=True, timeout=300)
-    assert client.returncode == 0, client.stderr[-3000:]
-    assert json.loads(client.stdout.splitlines()[-1]) == outputs
+    assert export_and_caption(output_dir, data_dir, str(tmp_path / "export"), "beam_size=1",
+                              [str(root / "a.png"), str(root / "b.jpg")]) == outputs
 

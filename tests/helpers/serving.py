@@ -1,10 +1,13 @@
-"""A served toy SavedModel for t2t-serve's tests: the model, and the server in a thread."""
+"""A served toy SavedModel for t2t-serve's tests (the model, and the server in a thread),
+and an exported image-to-text run called with image bytes from a fresh process."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -117,3 +120,29 @@ def save_image_toy(base: str, version: int) -> str:
         json.dump({"problem": "toy_image", "model": "image_toy",
                    "encoders": {"inputs": {"type": "image"}, "targets": None}}, f)
     return final
+
+
+def export_and_caption(output_dir: str, data_dir: str, export_dir: str, decode_hparams: str,
+                       images: list[str]) -> list[str]:
+    """Exports the run (t2t-exporter, whose parity gate must pass), then has a plain
+    TensorFlow script in a fresh process send the files `images` as encoded bytes to
+    the SavedModel's serving_default; returns the texts it printed."""
+    from tests.helpers.binaries import run_binary
+
+    exported = run_binary("t2t-exporter", f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+                          f"--export_dir={export_dir}", f"--decode_hparams={decode_hparams}")
+    assert exported.code == 0, exported.err[-3000:]
+    assert "Parity check passed on " in exported.out
+    path = next(line.removeprefix("Exported: ") for line in exported.out.splitlines()
+                if line.startswith("Exported: "))
+    client = (
+        "import sys, json, tensorflow as tf\n"
+        "import tensorflow_text  # SentencePiece ops, for exports that detokenize with them\n"
+        "model = tf.saved_model.load(sys.argv[1])\n"
+        "images = [open(p, 'rb').read() for p in sys.argv[2:]]\n"
+        "out = model.signatures['serving_default'](inputs=tf.constant(images))\n"
+        "print(json.dumps([t.decode() for t in out['outputs'].numpy()]))\n")
+    run = subprocess.run([sys.executable, "-c", client, path, *images], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.splitlines()[-1])

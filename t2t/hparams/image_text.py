@@ -1,5 +1,7 @@
-"""Image -> text hparams sets: a Transformer whose encoder reads an image through
-t2t.models.image_encoder (t2t additions; Tensor2Tensor captioned with other models).
+"""Image -> text hparams sets: a Transformer with an image encoder (t2t additions).
+
+The Transformer's encoder reads an image through t2t.models.image_encoder (Tensor2Tensor
+captioned with other models).
 
 transformer_image_text_tiny   text lines (ocr_rendered_text) on a CPU: 3 conv stages,
                               one position per column;

@@ -278,8 +278,10 @@ class ImageMsCocoCharacters(Image2TextProblem):
 
 @registry.register_problem
 class ImageMsCocoTokens32k(ImageMsCocoCharacters):
-    """MS-COCO 2014 captioning with subword captions: a SentencePiece (unigram) model of
-    at most 32768 pieces trained on the train2014 captions, ids 0 PAD, 1 EOS, 2 UNK.
+    """MS-COCO 2014 captioning, captions in <= 32768 SentencePiece pieces; 224x224 crops.
+
+    The SentencePiece (unigram) model is trained on the train2014 captions; ids 0 PAD,
+    1 EOS, 2 UNK.
 
     Tensor2Tensor's `image_ms_coco_tokens32k` borrowed the 32k subword vocabulary of its
     English-German/French translation data; t2t trains one on the captions themselves

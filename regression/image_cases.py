@@ -10,8 +10,11 @@ IMAGE_CASES: tuple[Case, ...] = (
         name="transformer_ocr_rendered_text", problem="ocr_rendered_text",
         model="transformer", hparams_set="transformer_image_text_tiny", train_steps=3000,
         trainer_flags={"local_eval_frequency": 500, "eval_steps": 0},
-        metric="accuracy_per_sequence", band=(0.01, 1.0),
-        export=True, expected_minutes=25, hardware=CPU_2CORE, measured_on=NOT_MEASURED,
+        metric="accuracy_per_sequence", band=(0.05, 0.45),
+        export=True, expected_minutes=35, hardware=CPU_2CORE,
+        measured_on="2-core Intel Xeon CPU, TF 2.21 (2026-11-28): 0.102 per sequence, CER "
+                    "42.7 on the dev lines in unseen fonts (0.270 / 17.6 in an earlier run "
+                    "of the same recipe); 33-40 min",
         notes="Image to text: lines of real English rendered in fonts never seen in "
               "training (dev: Liberation faces; training: DejaVu). Per-sequence accuracy "
               "(teacher-forced, equal to greedy exact match) and the CER of 200 greedy "

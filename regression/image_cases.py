@@ -3,7 +3,7 @@ generating images (class -> image, with the samples judged by a classifier)."""
 
 from __future__ import annotations
 
-from regression.cases import CPU_2CORE, FASHION_MNIST_MIRROR, NOT_MEASURED, Case
+from regression.cases import CPU_2CORE, FASHION_MNIST_MIRROR, Case
 
 IMAGE_CASES: tuple[Case, ...] = (
     Case(
@@ -25,9 +25,11 @@ IMAGE_CASES: tuple[Case, ...] = (
         name="imagetransformer_fashion_mnist_rev", problem="image_fashion_mnist_rev",
         model="imagetransformer", hparams_set="imagetransformer_tiny_cpu", train_steps=1200,
         trainer_flags={"local_eval_frequency": 400, "eval_steps": 40},
-        metric="bits_per_dim", band=(0.0, 7.9), also={"sample_agreement": (0.11, 1.0)},
+        metric="bits_per_dim", band=(2.85, 3.30), also={"sample_agreement": (0.25, 1.0)},
         sample_agreement="resnet_fashion_mnist", data_mirror=FASHION_MNIST_MIRROR,
-        expected_minutes=30, measured_on=NOT_MEASURED,
+        expected_minutes=22, hardware=CPU_2CORE,
+        measured_on="2-core Intel Xeon CPU, TF 2.21 (2026-11-28): dev 3.052 bits/dim; 40 of "
+                    "100 samples labelled as their class by the classifier; 21.2 min",
         notes="Class -> image on Fashion-MNIST (the `_rev` of image_fashion_mnist): dev "
               "bits per dimension (640 images), then 10 samples of every class labelled "
               "by the resnet_fashion_mnist classifier trained beside it: "

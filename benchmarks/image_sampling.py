@@ -18,8 +18,9 @@ every layer on one position, attending to its local block's cached keys and valu
 should cost the same at both ends ("last/first" near 1); the uncached step
 (decode_step: the whole model re-run on the [B, L] buffer) costs the whole image at
 every position, so its ratio is ~1 too but its level is ~L/block times higher; it is
-timed over 8 positions, not a row. "images/s" times `t2t.decoding.image_samples.
-sample_images` drawing whole images (cached, temperature 1), tracing excluded.
+timed over 8 positions, not a row. "images/s" times whole images drawn as
+`t2t.decoding.image_samples.sample_images` draws them (one traced `infer`, cached,
+temperature 1), tracing and a warm-up draw excluded.
 `--quick`: the mnist configuration only, 1 repeat, no whole-image timing of cifar10.
 """
 
@@ -92,14 +93,23 @@ def time_steps(run: Any, start: int, count: int, repeats: int) -> float:
 
 
 def time_images(model: Any, batch_size: int, repeats: int) -> float:
-    """Whole images per second drawn by sample_images (a warm-up draw excluded)."""
-    from t2t.decoding import image_samples
+    """Whole images per second: `batch_size` unconditional samples per call of one traced
+    infer (as t2t.decoding.image_samples.sample_images draws them), tracing and a
+    warm-up draw excluded."""
+    import tensorflow as tf
 
-    image_samples.sample_images(model, None, batch_size, seed=1, batch_size=batch_size)
+    from t2t.decoding import infer as infer_lib
+
+    @tf.function
+    def draw():
+        return infer_lib.infer(model, {}, model.length, temperature=1.0, seed=1,
+                               num_samples=batch_size)["outputs"]
+
+    draw().numpy()
     times = []
     for _ in range(repeats):
         begin = time.perf_counter()
-        image_samples.sample_images(model, None, batch_size, seed=1, batch_size=batch_size)
+        draw().numpy()
         times.append(time.perf_counter() - begin)
     return batch_size / statistics.median(times)
 

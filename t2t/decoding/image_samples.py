@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,29 @@ def conditions_kind(problem_hparams: Any) -> str | None:
     return problem_hparams.modality.get("inputs")
 
 
+# model -> {settings: traced draw}: a trainer samples at every evaluation with the same
+# settings, and a new tf.function per call would retrace the whole sampling loop.
+_DRAWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _draw_function(model: Any, num_samples: int, temperature: float, top_k: int, top_p: float,
+                   seed: int | None) -> Any:
+    """features -> infer's outputs for whole images, traced once per model and settings."""
+    key = (num_samples, float(temperature), int(top_k), float(top_p), seed)
+    draws = _DRAWS.setdefault(model, {})
+    if key not in draws:
+        height, width, channels = model.problem_hparams.image_shape
+
+        @tf.function(reduce_retracing=True)
+        def draw(features):
+            return infer_lib.infer(model, features, height * width * channels,
+                                   temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+                                   num_samples=num_samples)
+
+        draws[key] = draw
+    return draws[key]
+
+
 def sample_images(model: Any, conditions: np.ndarray | None, num_samples: int,
                   temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
                   seed: int | None = None, batch_size: int = 16) -> tuple[np.ndarray, np.ndarray]:
@@ -51,13 +75,7 @@ def sample_images(model: Any, conditions: np.ndarray | None, num_samples: int,
     condition row (class ids int32 [R, 1], or images uint8 [R, h, w, C]; None: one
     unconditional row), about `batch_size` images per call of the model."""
     height, width, channels = model.problem_hparams.image_shape
-    length = height * width * channels
-
-    @tf.function(reduce_retracing=True)
-    def draw(features):
-        return infer_lib.infer(model, features, length, temperature=temperature, top_k=top_k,
-                               top_p=top_p, seed=seed, num_samples=num_samples)
-
+    draw = _draw_function(model, num_samples, temperature, top_k, top_p, seed)
     chunks = [None] if conditions is None else [
         conditions[i:i + max(1, batch_size // num_samples)]
         for i in range(0, len(conditions), max(1, batch_size // num_samples))]

@@ -94,6 +94,22 @@ def test_unconditional_sampling_draws_num_samples_full_images():
     assert len({tuple(row) for row in out["outputs"].numpy()[0]}) == 3  # distinct samples
 
 
+def test_sample_images_traces_once_per_model_and_settings():
+    from t2t.decoding import image_samples
+
+    model = registry.model("imagetransformer")(
+        _hparams(), t2t_model.PREDICT, _problem(Modality.CLASS_LABEL))
+    classes = np.array([[0], [2]], np.int32)
+    images, scores = image_samples.sample_images(model, classes, 2, seed=3)
+    assert images.shape == (2, 2, *SHAPE) and images.dtype == np.uint8 and scores.shape == (2, 2)
+    draw = image_samples._draw_function(model, 2, 1.0, 0, 1.0, 3)
+    traces = draw.experimental_get_tracing_count()  # 2: the first call built the weights
+    again, _ = image_samples.sample_images(model, classes, 2, seed=3)
+    np.testing.assert_array_equal(images, again)  # same seed, same draws
+    assert draw.experimental_get_tracing_count() == traces
+    assert image_samples._draw_function(model, 2, 0.5, 0, 1.0, 3) is not draw
+
+
 def test_text_targets_and_unknown_attention_are_refused():
     text = ProblemHParams(modality={"targets": Modality.SYMBOL}, vocab_size={"targets": 10})
     with pytest.raises(ValueError, match="use an image-target problem"):

@@ -57,3 +57,29 @@ def test_train_then_sample_a_png_grid(data_dir, tmp_path):
     bad = run_binary("t2t-decoder", f"--output_dir={run}", f"--data_dir={path}",
                      "--decode_interactive")
     assert bad.code != 0 and "generates images" in bad.err
+
+
+def test_super_resolution_trains_and_refines_a_users_small_image(data_dir, tmp_path):
+    path, _ = data_dir
+    run = str(tmp_path / "run")
+    trained = run_binary("t2t-trainer", "--problem=img2img_fashion_mnist",
+                         "--model=imagetransformer", "--hparams_set=imagetransformer_tiny_cpu",
+                         f"--hparams={HPARAMS}", f"--data_dir={path}", f"--output_dir={run}",
+                         "--train_steps=2", "--local_eval_frequency=2", "--eval_steps=1",
+                         "--gin_param=TrainerConfig.decode_summaries=0")
+    assert trained.code == 0, trained.err[-3000:]
+    small = np.zeros([7, 7], np.uint8)
+    small[2:5, 2:5] = 255  # a white square
+    Image.fromarray(small).save(tmp_path / "small.png")
+    Image.fromarray(np.stack([small] * 3, -1)).resize((14, 14)).save(tmp_path / "rgb.png")
+    (tmp_path / "inputs.txt").write_text(f"{tmp_path / 'small.png'}\n{tmp_path / 'rgb.png'}\n")
+    sampled = run_binary("t2t-decoder", f"--output_dir={run}", f"--data_dir={path}",
+                         f"--decode_from_file={tmp_path / 'inputs.txt'}",
+                         "--decode_hparams=num_samples=2,temperature=1.0,seed=1",
+                         f"--decode_to_file={tmp_path / 'grid.png'}")
+    assert sampled.code == 0, sampled.err[-3000:]
+    assert "rgb.png is 14x14 pixels: resized to 7x7" in sampled.err
+    grid = np.asarray(Image.open(tmp_path / "grid.png"))
+    assert grid.shape == (2 * 30 + 2, 3 * 30 + 2)  # per row: the input upsampled, 2 samples
+    shown = grid[2:30, 2:30]  # the first row's input, upsampled 4x (nearest)
+    np.testing.assert_array_equal(shown, np.kron(small, np.ones([4, 4], np.uint8)))

@@ -24,15 +24,21 @@ def data_dir(tiny_fashion_mnist):  # noqa: F811
     return tiny_fashion_mnist
 
 
+def _train(problem: str, data_dir: str, tmp_path, decode_summaries: int) -> str:
+    """The run directory of 2 steps of imagetransformer on `problem`, evaluated once."""
+    run = str(tmp_path / "run")
+    trained = run_binary("t2t-trainer", f"--problem={problem}", "--model=imagetransformer",
+                         "--hparams_set=imagetransformer_tiny_cpu", f"--hparams={HPARAMS}",
+                         f"--data_dir={data_dir}", f"--output_dir={run}", "--train_steps=2",
+                         "--local_eval_frequency=2", "--eval_steps=1",
+                         f"--gin_param=TrainerConfig.decode_summaries={decode_summaries}")
+    assert trained.code == 0, trained.err[-3000:]
+    return run
+
+
 def test_train_then_sample_a_png_grid(data_dir, tmp_path):
     path, _ = data_dir
-    run = str(tmp_path / "run")
-    trained = run_binary("t2t-trainer", "--problem=image_fashion_mnist_rev",
-                         "--model=imagetransformer", "--hparams_set=imagetransformer_tiny_cpu",
-                         f"--hparams={HPARAMS}", f"--data_dir={path}", f"--output_dir={run}",
-                         "--train_steps=2", "--local_eval_frequency=2", "--eval_steps=1",
-                         "--gin_param=TrainerConfig.decode_summaries=2")
-    assert trained.code == 0, trained.err[-3000:]
+    run = _train("image_fashion_mnist_rev", path, tmp_path, decode_summaries=2)
     with open(f"{run}/eval_results.jsonl", encoding="utf-8") as f:
         last = json.loads(f.read().splitlines()[-1])
     assert 6.0 < last["bits_per_dim"] < 9.0  # about 8 bits (256 values) before training
@@ -61,13 +67,7 @@ def test_train_then_sample_a_png_grid(data_dir, tmp_path):
 
 def test_super_resolution_trains_and_refines_a_users_small_image(data_dir, tmp_path):
     path, _ = data_dir
-    run = str(tmp_path / "run")
-    trained = run_binary("t2t-trainer", "--problem=img2img_fashion_mnist",
-                         "--model=imagetransformer", "--hparams_set=imagetransformer_tiny_cpu",
-                         f"--hparams={HPARAMS}", f"--data_dir={path}", f"--output_dir={run}",
-                         "--train_steps=2", "--local_eval_frequency=2", "--eval_steps=1",
-                         "--gin_param=TrainerConfig.decode_summaries=0")
-    assert trained.code == 0, trained.err[-3000:]
+    run = _train("img2img_fashion_mnist", path, tmp_path, decode_summaries=0)
     small = np.zeros([7, 7], np.uint8)
     small[2:5, 2:5] = 255  # a white square
     Image.fromarray(small).save(tmp_path / "small.png")

@@ -1,0 +1,1 @@
+"""Model parallelism: meshes of devices and the layouts that split tensors over them."""

@@ -1,0 +1,59 @@
+"""Tests of t2t.parallel.mesh_layout: Mesh TensorFlow's mesh_shape and layout strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from t2t.hparams.hparams import HParams
+from t2t.parallel import mesh_layout as ml
+
+
+def test_mesh_shape_and_layout_parse_in_mesh_tensorflows_syntax():
+    mesh = ml.parse_mesh_shape(" batch:4 ; model:2 ")
+    assert mesh.axes == (("batch", 4), ("model", 2)) and mesh.num_devices == 8
+    assert str(mesh) == "batch:4;model:2" and mesh.size("model") == 2
+    layout = ml.parse_layout("batch:batch;vocab:model;d_ff:model;heads:model", mesh)
+    assert layout == {"batch": "batch", "vocab": "model", "d_ff": "model", "heads": "model"}
+    assert ml.parse_mesh_shape("") == ml.MeshShape() and ml.MeshShape().num_devices == 1
+    assert ml.parse_layout("", ml.MeshShape()) == {}
+
+
+@pytest.mark.parametrize("text, match", [
+    ("batch:4;model", "entry 'model' is not NAME:VALUE"),
+    ("batch:0", "axis 'batch' has size '0'"),
+    ("batch:two", "axis 'batch' has size 'two'"),
+    ("batch:2;batch:2", "axis 'batch' is named twice"),
+    ("2d:2", "axis name '2d' is not an identifier"),
+])
+def test_bad_mesh_shapes_are_named(text, match):
+    with pytest.raises(ml.MeshLayoutError, match=match):
+        ml.parse_mesh_shape(text)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("vocab:modl", r"mesh axis 'modl', which mesh_shape='batch:2;model:2' does not have "
+                   r"\(did you mean 'model'\?\)"),
+    ("d_ffn:model", r"unknown dimension 'd_ffn' \(did you mean 'd_ff'\?\)"),
+    ("vocab:model;vocab:batch", "dimension 'vocab' is laid out twice"),
+])
+def test_bad_layouts_are_named_with_close_matches(text, match):
+    with pytest.raises(ml.MeshLayoutError, match=match):
+        ml.parse_layout(text, ml.parse_mesh_shape("batch:2;model:2"))
+
+
+def test_a_layout_without_a_mesh_asks_for_one():
+    with pytest.raises(ml.MeshLayoutError, match="needs a mesh: set mesh_shape"):
+        ml.parse_layout("vocab:model", ml.MeshShape())
+
+
+def test_sizes_must_divide_and_the_devices_must_exist():
+    mesh = ml.parse_mesh_shape("batch:2;model:4")
+    hparams = HParams(hidden_size=64, filter_size=256, num_heads=6)
+    dims = ml.model_dimensions(hparams, vocab_size=1000, global_batch=32)
+    assert dims == {"batch": 32, "vocab": 1000, "d_model": 64, "d_ff": 256, "heads": 6}
+    ml.check_layout(mesh, {"batch": "batch", "vocab": "model", "d_ff": "model"}, dims, 8)
+    with pytest.raises(ml.MeshLayoutError, match=r"heads = 6 \(num_heads \(attention\)\) does "
+                                                 r"not divide by mesh axis 'model' of size 4"):
+        ml.check_layout(mesh, {"heads": "model"}, dims, 8)
+    with pytest.raises(ml.MeshLayoutError, match="needs 8 CPU devices; 4 are visible"):
+        ml.check_layout(mesh, {}, dims, 4)

@@ -57,3 +57,50 @@ def test_sizes_must_divide_and_the_devices_must_exist():
         ml.check_layout(mesh, {"heads": "model"}, dims, 8)
     with pytest.raises(ml.MeshLayoutError, match="needs 8 CPU devices; 4 are visible"):
         ml.check_layout(mesh, {}, dims, 4)
+
+
+DTENSOR_SCRIPT = r"""
+import json, tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+from tensorflow.experimental import dtensor
+from t2t.parallel import dtensor_mesh, mesh_layout as ml
+mesh = ml.parse_mesh_shape("batch:2;model:2")
+layout = ml.parse_layout("batch:batch;vocab:model;d_ff:model", mesh)
+dmesh = dtensor_mesh.create_mesh(mesh)
+embedding = dtensor_mesh.sharded_variable(tf.ones, [8, 6], tf.float32,
+    dtensor_mesh.weight_layout(["vocab", "d_model"], layout, dmesh))
+inputs = dtensor.call_with_layout(tf.ones, dtensor_mesh.weight_layout(
+    ["batch", "d_model"], layout, dmesh), shape=[4, 6], dtype=tf.float32)
+logits = tf.matmul(inputs, embedding, transpose_b=True)
+value = embedding.read_value()
+out = {"specs": dtensor.fetch_layout(value).sharding_specs,
+       "shards": [list(t.shape) for t in dtensor.unpack(value)],
+       "logits": float(tf.reduce_sum(logits).numpy())}
+try:
+    dtensor_mesh.weight_layout(["d_ff", "vocab"], layout, dmesh)
+except ml.MeshLayoutError as e:
+    out["same_axis"] = str(e)
+try:
+    dtensor_mesh.create_mesh(ml.parse_mesh_shape("batch:4;model:2"))
+except ml.MeshLayoutError as e:
+    out["too_many"] = str(e)
+print(json.dumps(out))
+"""
+
+
+def test_layouts_become_dtensor_shards_on_logical_cpus():
+    """In a fresh process (logical devices must be set before TensorFlow starts)."""
+    import json
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", DTENSOR_SCRIPT], capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.splitlines()[-1])
+    assert out["specs"] == ["model", "unsharded"]
+    assert out["shards"] == [[4, 6]] * 4  # the vocabulary split in 2, on each of 4 devices
+    assert out["logits"] == 4 * 8 * 6.0
+    assert "lay out at most one of them on each axis" in out["same_axis"]
+    assert "needs 8 CPU devices; 4 are visible" in out["too_many"]

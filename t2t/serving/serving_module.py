@@ -62,6 +62,11 @@ def _model_input_spec(problem_name: str, php: Any) -> tf.TensorSpec:
     """What the model decodes: int32 ids [B, L] (audio: PCM ids), or uint8 images
     [B, H, W, C]."""
     kind = php.modality.get("inputs")
+    if php.modality.get("targets") == Modality.IMAGE:
+        raise ExportError(
+            f"{problem_name} generates images, which the export does not serve (its "
+            "signatures return text); sample them with t2t-decoder "
+            "--decode_hparams=num_samples=N,temperature=1.0, which writes PNG files.")
     if kind in (Modality.SYMBOL, Modality.AUDIO):
         return tf.TensorSpec([None, None], tf.int32)
     if kind != Modality.IMAGE:

@@ -63,6 +63,9 @@ def test_train_then_sample_a_png_grid(data_dir, tmp_path):
     bad = run_binary("t2t-decoder", f"--output_dir={run}", f"--data_dir={path}",
                      "--decode_interactive")
     assert bad.code != 0 and "generates images" in bad.err
+    export = run_binary("t2t-exporter", f"--output_dir={run}", f"--data_dir={path}",
+                        f"--export_dir={tmp_path / 'export'}")
+    assert export.code != 0 and "sample them with t2t-decoder" in export.err
 
 
 def test_super_resolution_trains_and_refines_a_users_small_image(data_dir, tmp_path):

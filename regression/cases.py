@@ -450,6 +450,20 @@ CASES: tuple[Case, ...] = (
               "1 ps, 1 worker over 127.0.0.1; asynchronous, --sync=false).",
     ),
     Case(
+        name="transformer_tiny_reverse_mesh_2x2", problem=_REVERSE["problem"],
+        model="transformer", hparams_set="transformer_tiny",
+        hparams="learning_rate_warmup_steps=400,mesh_shape=batch:2;model:2,"
+                "layout=batch:batch;vocab:model;d_ff:model;heads:model",
+        train_steps=2000, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
+        metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=16,
+        measured_on=NOT_MEASURED,
+        notes="transformer_tiny_reverse with its model laid out on a 2x2 DTensor mesh of "
+              "logical CPUs (t2t.parallel): the batch split in 2, the vocabulary, "
+              "feed-forward and attention heads split in 2. batch_size is the global batch "
+              "on a mesh, as on one device: the band of transformer_tiny_reverse at 2000 "
+              "steps (0.93 there).",
+    ),
+    Case(
         name="transformer_tiny_reverse_mirrored", **_REVERSE, train_steps=2000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, strategy="mirrored_cpu_2",
         metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=14,

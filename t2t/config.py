@@ -154,6 +154,15 @@ class RuntimeConfig:
         "job fails (0: forever).", flag="collective_timeout")
     ps_replicas: int = setting(0, "Parameter servers (with --sync=false and a TF_CONFIG that "
                                "lists them; see t2t-launch --num_ps).")
+    ps_min_shard_bytes: int = setting(
+        0, "Parameter servers: split each variable of at least twice this many bytes into "
+        "shards of at least this size, at most --ps_max_shards (TF's MinSizePartitioner; "
+        "0: variables whole). For an embedding or softmax larger than one server.")
+    ps_max_shard_bytes: int = setting(
+        0, "Parameter servers: split each variable into shards of at most this many bytes, "
+        "at most --ps_max_shards (TF's MaxSizePartitioner; 0: off).")
+    ps_max_shards: int = setting(0, "Parameter servers: the most shards a variable is split "
+                                 "into (0: one per ps task).")
     sync: bool = setting(True, "Synchronous training; --sync=false with ps tasks: "
                          "asynchronous ParameterServerStrategy.")
     use_tpu: bool = setting(False, "Train on a Cloud TPU (TPUStrategy).")

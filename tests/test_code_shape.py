@@ -117,6 +117,15 @@ def test_functions_are_short():
     )
 
 
+# Private Keras uses with no public alternative, each marked "# keras-private:" on its
+# line and covered by a test that fails if Keras changes it: (path, label) -> why.
+ALLOWED_PRIVATE_KERAS = {
+    ("t2t/parallel/sharding.py", r"\._value\b"):
+        "a Keras variable backed by a DTensor DVariable (model parallelism): Keras 3's "
+        "own layouts do not support the TensorFlow backend; tests/parallel/ trains on it",
+}
+
+
 def test_no_keras_private_attributes():
     offending = [
         f"{path}:{number} [{label}] {line.strip()}"
@@ -124,5 +133,6 @@ def test_no_keras_private_attributes():
         for number, line in enumerate(text.splitlines(), start=1)
         for label, pattern in PRIVATE_KERAS.items()
         if pattern.search(line)
+        and not ((path, label) in ALLOWED_PRIVATE_KERAS and "# keras-private:" in line)
     ]
     _fail_if_any(offending, "Keras private modules or attributes (they change between releases)")

@@ -117,10 +117,12 @@ def train(experiment: config.ExperimentConfig) -> None:
         return  # a ps or worker task of parameter-server training: served until killed
     output_dir, data_dir = _locations(experiment)
     tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))
-    runtime = runtime_lib.start(experiment.runtime)
     problem = registry.problem(task.problem)
     registry.model(task.model)
     hparams = create_hparams(task.hparams_set, task.hparams)
+    # A mesh (hparams mesh_shape/layout) replaces the strategy; it is made with it.
+    runtime = runtime_lib.start(experiment.runtime, mesh_shape=hparams.mesh_shape,
+                                layout=hparams.layout)
     if FLAGS.dry_run:
         _print_dry_run(problem, hparams, runtime, experiment, output_dir, data_dir)
         return
@@ -142,9 +144,15 @@ def train(experiment: config.ExperimentConfig) -> None:
         with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
             f.write(FLAGS.flags_into_string())
     doing = "Training" if trains else f"Evaluating ({schedule}, {experiment.trainer.eval_split} split)"
-    print(f"{doing} {task.model}/{task.hparams_set} on {problem.name} with "
-          f"{strategy_lib.describe(runtime.strategy)}; global batch {hparams.batch_size} x "
-          f"{runtime.num_replicas} replica(s); output in {output_dir}", flush=True)
+    if runtime.mesh is not None:  # batch_size is the global batch, split by the mesh
+        where = (f"a DTensor mesh {hparams.mesh_shape} ({runtime.mesh.dmesh.device_type()}, "
+                 f"layout {hparams.layout or 'all replicated'}); global batch "
+                 f"{hparams.batch_size}")
+    else:
+        where = (f"{strategy_lib.describe(runtime.strategy)}; global batch "
+                 f"{hparams.batch_size} x {runtime.num_replicas} replica(s)")
+    print(f"{doing} {task.model}/{task.hparams_set} on {problem.name} with {where}; "
+          f"output in {output_dir}", flush=True)
     trainer.run(schedule)
     if runtime.is_chief:
         gin_config.save_config(output_dir)
@@ -203,6 +211,7 @@ def main(argv: list[str]) -> None:
                           f"the names).")
     from t2t import registry
     from t2t.hparams.hparams import HParamsError, MissingHParamError
+    from t2t.parallel.mesh_layout import MeshLayoutError
     from t2t.problems import problem as problem_lib
     from t2t.problems.download import DownloadError
     from t2t.problems.generator_utils import MixedShardsError
@@ -220,7 +229,7 @@ def main(argv: list[str]) -> None:
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             run_dir.IncompatibleRunError, strategy_lib.StrategyError, NonFiniteLossError,
             ClusterError, DownloadError, MixedShardsError, FileNotFoundError,
-            DeviceSettingsError, CheckpointWriteError) as e:
+            DeviceSettingsError, CheckpointWriteError, MeshLayoutError) as e:
         common_flags.fail(str(e))
     except tf.errors.DataLossError as e:  # a damaged shard: say which, and how to rewrite it
         problem = registry.problem(task.problem)

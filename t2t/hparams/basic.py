@@ -76,8 +76,7 @@ def basic_params1() -> HParams:
         # Lengths and the input pipeline.
         min_length=0,
         max_length=0,  # 0: use batch_size
-        max_input_seq_length=0,  # 0: no truncation
-        max_target_seq_length=0,
+        max_input_seq_length=0, max_target_seq_length=0,  # 0: no truncation
         pack_dataset=False,
         min_length_bucket=8,
         length_bucket_step=1.1,
@@ -89,6 +88,7 @@ def basic_params1() -> HParams:
         multiproblem_per_task_threshold="",  # "3;1": constant weights per task; "": equal
         multiproblem_schedule_max_examples=10_000_000,  # pretrain: primary task's examples
         distill_temperature=1.0, distill_weight=0.5,  # --teacher_dir: t2t.trainer.distillation
+        mesh_shape="", layout="",  # model parallelism, Mesh TensorFlow's (t2t.parallel)
         # Numerics.
         activation_dtype="float32",
         weight_dtype="float32",

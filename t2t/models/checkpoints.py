@@ -172,7 +172,18 @@ def model_trackable(model: Any, names: dict[str, Any] | None = None) -> Any:
     Build the model first: variables created later are not in it."""
     from t2t.models import variable_names
 
-    return tf.train.Checkpoint(**(names or variable_names.named_variables(model)))
+    named = names or variable_names.named_variables(model)
+    return tf.train.Checkpoint(**{name: _saved(v) for name, v in named.items()})
+
+
+def _saved(variable: Any) -> Any:
+    """What a checkpoint holds for a variable: itself, or for a Keras variable split over
+    parameter servers, its ShardedVariable, which TensorFlow writes as one full tensor
+    in slices (restorable split or whole; Keras cannot serialize it)."""
+    from tensorflow.python.distribute import sharded_variable
+
+    value = getattr(variable, "value", None)  # a Keras variable's TensorFlow variable
+    return value if isinstance(value, sharded_variable.ShardedVariable) else variable
 
 
 def object_graph(path: str) -> Any:

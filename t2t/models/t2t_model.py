@@ -30,6 +30,14 @@ __all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "T2TModel", "create_model", "de
 class T2TModel(common.Layer):
     """Base class of all models. Subclasses implement `body`."""
 
+    # Mesh TensorFlow's names of each weight's axes, for laying the model out on a mesh
+    # (hparams mesh_shape/layout; t2t.parallel.sharding): (regular expression on the
+    # variable path, one name or None per axis), first match wins. Unnamed weights are
+    # replicated; a model without rules can only split the batch.
+    WEIGHT_DIMENSIONS: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+    # Why the model cannot have its batch split on a mesh (None: it can).
+    MESH_BATCH_SPLIT_ERROR: str | None = None
+
     def __init__(
         self,
         hparams: HParams,

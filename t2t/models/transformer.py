@@ -147,9 +147,26 @@ class Stack(common.Layer):
         )
 
 
+# The axes of the Transformer's weights by name (the layout splits them; a head's
+# columns are contiguous in the q/k/v kernels, so splitting "heads" splits whole heads).
+TRANSFORMER_WEIGHT_DIMENSIONS = (
+    (r"symbol_modality/(weights|softmax)$", ("vocab", "d_model")),  # embeddings, softmax
+    (r"/(q|k|v)/kernel$", ("d_model", "heads")),
+    (r"/output_transform/kernel$", ("heads", "d_model")),
+    (r"/conv1/kernel$", ("d_model", "d_ff")),
+    (r"/conv1/bias$", ("d_ff",)),
+    (r"/conv2/kernel$", ("d_ff", "d_model")),
+    (r"/norm/(gamma|beta)$", ("d_model",)),
+    (r"/conv2/bias$", ("d_model",)),
+    (r"target_space_embedding/embeddings$", (None, "d_model")),
+)
+
+
 @registry.register_model
 class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
+
+    WEIGHT_DIMENSIONS = TRANSFORMER_WEIGHT_DIMENSIONS
 
     ctc: ctc.CTCLoss | None = None  # with hparams.ctc_loss_weight (subclasses may skip __init__)
     image_encoder: image_encoder.ImageEncoder | None = None  # image inputs -> positions

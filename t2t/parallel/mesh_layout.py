@@ -149,3 +149,26 @@ def check_layout(mesh: MeshShape, layout: Mapping[str, str], dimensions: Mapping
                 f"({MODEL_DIMENSIONS[dimension]}) does not divide by mesh axis {axis!r} of "
                 f"size {mesh.size(axis)}; change mesh_shape, or the hparam, or leave "
                 f"{dimension} out of the layout (replicated).")
+
+
+def check_runtime_mesh(hparams: Any, plan: Any) -> None:
+    """MeshLayoutError unless the runtime's mesh (`plan`, a MeshPlan or None) is the one
+    the hparams ask for (mesh_shape, layout), and the layout divides the model's
+    dimensions (hidden_size, num_heads, filter_size, moe_num_experts)."""
+    wanted = parse_mesh_shape(hparams.get("mesh_shape") or "")
+    have = plan.mesh_shape if plan is not None else MeshShape()
+    if wanted != have:
+        raise MeshLayoutError(
+            f"the hparams ask for mesh_shape={str(wanted)!r} but the runtime was started "
+            f"with {str(have)!r}: start it with the same mesh (runtime.start(config, "
+            f"mesh_shape=..., layout=...)), as t2t-trainer does.")
+    if plan is None:
+        if hparams.get("layout"):
+            raise MeshLayoutError(f"layout={hparams.layout!r} needs a mesh: set mesh_shape "
+                                  f'(e.g. "batch:2;model:2").')
+        return
+    layout = parse_layout(hparams.get("layout") or "", wanted)
+    if layout != plan.layout:
+        raise MeshLayoutError(f"the hparams' layout {layout} differs from the runtime's "
+                              f"{plan.layout}: start the runtime with the same layout.")
+    check_layout(wanted, layout, model_dimensions(hparams, None, None), wanted.num_devices)

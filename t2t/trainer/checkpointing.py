@@ -44,10 +44,13 @@ class RunCheckpoints:
     """The checkpoint manager of one run directory, for one model and optimizer."""
 
     def __init__(self, model: Any, optimizer: Any, output_dir: str, *, is_chief: bool,
-                 scratch_dir: str | None = None, keep: int = 20):
+                 scratch_dir: str | None = None, keep: int = 20, shared: bool = False):
         self.model, self.optimizer, self.output_dir = model, optimizer, output_dir
         self.is_chief = is_chief
-        self.directory = output_dir if is_chief else scratch_dir
+        # shared: every process writes its part of the one checkpoint (a DTensor mesh
+        # across processes); the chief alone lists and deletes checkpoints.
+        self.shared = shared
+        self.directory = output_dir if is_chief or shared else scratch_dir
         self.keep = keep if is_chief else 1
         self.iterator: Any = None
         self.after_save: Callable[[], None] | None = None  # called after the chief saves
@@ -239,6 +242,9 @@ class RunCheckpoints:
         if latest and latest.endswith(f"-{step}"):
             return latest
         try:
+            if self.shared and not self.is_chief:
+                self.root.write(os.path.join(self.directory, f"ckpt-{step}"))
+                return None
             path = self.manager.save(checkpoint_number=step)
         except (tf.errors.OpError, OSError) as e:
             raise self._write_error(step, e) from e

@@ -42,6 +42,7 @@ class StrategyHooks:
     `distribute_datasets_from_function`)."""
 
     parameter_server = False
+    dense_gradients = False  # whether steps must turn sparse gradients dense
 
     def __init__(self, runtime: Runtime):
         self.runtime = runtime
@@ -57,6 +58,10 @@ class StrategyHooks:
     def iterator_checkpointable(self, iterator: Any) -> bool:
         """Whether the input position can be saved with the checkpoints."""
         return _is_trackable(iterator)
+
+    def inference_model(self, model: Any, task: Any) -> Any:
+        """The model to decode with outside the training step (here: `model` itself)."""
+        return model
 
     def train_step(self, replica_step: Callable) -> Callable:
         """step(iterator, stop float32) -> (loss, grad_norm, [examples, tokens], stop)."""
@@ -178,7 +183,11 @@ class TPUHooks(StrategyHooks):
 
 
 def hooks_for(runtime: Runtime) -> StrategyHooks:
-    """The hooks of the runtime's strategy."""
+    """The hooks of the runtime's strategy (or of its DTensor mesh)."""
+    if runtime.mesh is not None:
+        from t2t.trainer.mesh_hooks import MeshHooks
+
+        return MeshHooks(runtime)
     if strategy_lib.is_parameter_server(runtime.strategy):
         return ParameterServerHooks(runtime)
     if strategy_lib.is_tpu(runtime.strategy):

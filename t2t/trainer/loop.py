@@ -28,6 +28,7 @@ from t2t.trainer import (
     eval_decoding,
     image_summaries,
     layer_stats,
+    optimizers,
     profiling,
     run_dir,
     summaries,
@@ -74,11 +75,12 @@ class TrainingLoop:
         self.stop_agreed = False  # all processes of the run agreed to stop after this step
         self._known_step = 0  # the last step read (the step variable may live on a lost ps)
         self.loss_history: list[tuple[int, float]] = []  # (step, training loss) here
-        variables = model.trainable_variables
+        variables = optimizers.trainable_parts(model)
         self.groups = (layer_stats.variable_groups(model, variables)
                        if config.layer_summaries else None)
-        self.train_step = hooks.train_step(task.train_step_fn(model, optimizer, xla_compile,
-                                                              grad_groups=self.groups))
+        self.train_step = hooks.train_step(task.train_step_fn(
+            model, optimizer, xla_compile, grad_groups=self.groups,
+            dense_gradients=hooks.dense_gradients))
         self.profiler = profiling.StepProfiler(
             profiling.parse_profile_steps(config.profile_steps),
             os.path.join(output_dir, "train"), enabled=self.is_chief)
@@ -90,6 +92,7 @@ class TrainingLoop:
         self._decode_examples = eval_decoding.examples_to_decode(
             config.eval_decode_examples, list(task.problem.eval_metrics()))
         self._eval_decoder: eval_decoding.EvalDecoder | None = None
+        self._inference = model  # what decodes at evaluations (hooks.inference_model)
         if self.is_chief:
             self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
             self.eval_writer = tf.summary.create_file_writer(
@@ -201,7 +204,7 @@ class TrainingLoop:
         if self.groups is None or not self.is_chief:
             return
         names, index = self.groups
-        variables = self.model.trainable_variables
+        variables = optimizers.trainable_parts(self.model)
         replicas = max(1, self.hooks.runtime.num_replicas)
         param_norms, param_global = layer_stats.parameter_norms(variables, index, len(names))
         tf.summary.scalar("parameter_global_norm", param_global)
@@ -242,7 +245,8 @@ class TrainingLoop:
                 if (self.groups is not None and self.is_chief and not self.hooks.parameter_server
                         and self._log_due(self.step + 1, target)):
                     # The update of the coming (logged) step, measured against these values.
-                    self._snapshot = layer_stats.WeightSnapshot(self.model.trainable_variables)
+                    self._snapshot = layer_stats.WeightSnapshot(
+                        optimizers.trainable_parts(self.model))
                 loss, grad_norm, counts = self._run_steps(target)
                 step = self.step
                 self.loss_history.append((step, loss))
@@ -311,6 +315,9 @@ class TrainingLoop:
                 results.update({prefix + k: v for k, v in own.result().items()})
         results.update(overall.result())
         step = self.step
+        if self._decode_examples or self.config.decode_summaries:
+            # Every process: gathering a mesh's weights for decoding is collective.
+            self._inference = self.hooks.inference_model(self.model, self.task)
         if not self.is_chief:
             return results
         if self._decode_examples and len(parts) == 1:  # not per task of a multi-problem
@@ -327,9 +334,10 @@ class TrainingLoop:
         return results
 
     def _decode_metrics(self) -> dict[str, float]:
+        model = self._inference  # the model, or its one-device twin (refreshed above)
         if self._eval_decoder is None:
             self._eval_decoder = eval_decoding.EvalDecoder(
-                self.model, self.task.problem, self.task.data_dir, self.task.eval_split,
+                model, self.task.problem, self.task.data_dir, self.task.eval_split,
                 self._decode_examples)
         return self._eval_decoder()
 
@@ -348,12 +356,14 @@ class TrainingLoop:
     def _decode_summaries(self) -> None:
         """A few eval-split examples decoded greedily in one batch, as TensorBoard text
         (image targets: a few sampled images, t2t.trainer.image_summaries)."""
+        if not self.config.decode_summaries:
+            return
         try:
-            if self.config.decode_summaries and image_samples.is_image_target(
-                    self.task.problem_hparams):
+            model = self._inference  # the model, or its one-device twin (refreshed above)
+            if image_samples.is_image_target(self.task.problem_hparams):
                 if self._image_summary is None:
                     self._image_summary = image_summaries.ImageSampleSummary(
-                        self.model, self.task.problem, self.task.data_dir,
+                        model, self.task.problem, self.task.data_dir,
                         self.task.eval_split, self.config.decode_summaries)
                 self._image_summary()
                 return
@@ -361,7 +371,6 @@ class TrainingLoop:
             if batch is None:
                 return
             if self._summary_decoder is None:
-                model = self.model
                 self._summary_decoder = tf.function(
                     lambda inputs, length: infer.infer(
                         model, {"inputs": inputs}, decode_length=length)["outputs"],

@@ -32,6 +32,7 @@ both; t2t does not decay twice).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -323,3 +324,29 @@ def weight_decay_loss(variables: Sequence[Any], hparams: HParams) -> tf.Tensor:
     if not terms:
         return tf.constant(0.0)
     return tf.add_n(terms) * rate
+
+
+# model -> its trainable parts, made once (Keras would track a list set on the model).
+_PARTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def trainable_parts(model: Any) -> list[Any]:
+    """The variables the optimizer updates: the model's trainable variables, except that
+    one split over parameter servers (a tf ShardedVariable behind its Keras variable,
+    see --ps_min_shard_bytes) is replaced by a Keras variable per shard. Gradients flow
+    to the shards the forward pass read, and each shard gets its own optimizer slots on
+    its own ps task."""
+    parts = _PARTS.get(model)
+    if parts is None:
+        from tensorflow.python.distribute import sharded_variable
+
+        parts = []
+        for variable in model.trainable_variables:
+            value = variable.value  # the TensorFlow variable behind the Keras one
+            if isinstance(value, sharded_variable.ShardedVariable):
+                parts.extend(keras.Variable(shard, name=f"{variable.name}_part_{i}")
+                             for i, shard in enumerate(value.variables))
+            else:
+                parts.append(variable)
+        _PARTS[model] = parts
+    return parts

@@ -26,6 +26,8 @@ HPARAMS_FILE = "hparams.json"
 EVAL_RESULTS_FILE = "eval_results.jsonl"
 # run.json's fields that say where the run's data and code are (a resume updates them).
 LOCATION_KEYS = ("data_dir", "data_dir_given", "t2t_usr_dir")
+# run.json's record of variables split over parameter servers ("" or absent: whole).
+PS_SPLIT_KEY = "ps_variable_split"
 DEV_SPLIT = "dev"  # the split whose results keep the plain names (problem.DEV_SPLIT)
 
 # Hyperparameters that change variable shapes or the graph's structure: a run cannot
@@ -90,6 +92,15 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
                     f"{output_dir!r} holds a run of {key} {previous.get(key)!r}, not "
                     f"{run.get(key)!r}: use another --output_dir, or the same --{key}."
                 )
+        split, was = run.get(PS_SPLIT_KEY, ""), previous.get(PS_SPLIT_KEY, "")
+        if split != was:
+            raise IncompatibleRunError(
+                f"{output_dir!r} was trained with its variables "
+                f"{f'split over parameter servers ({was})' if was else 'whole'}, and this "
+                f"run would have them {f'split ({split})' if split else 'whole'}: the "
+                f"optimizer's slots follow the split. Resume it with the same ps tasks and "
+                f"--ps_*_shard_bytes/--ps_max_shards flags, or start a new --output_dir with "
+                f"--warm_start_from={output_dir} (its weights are saved whole).")
     if has_checkpoint and os.path.exists(hparams_path):
         previous_hp = HParams(**_read_json(hparams_path))
         diff = previous_hp.diff(hparams)

@@ -31,15 +31,24 @@ class Runtime:
     config: RuntimeConfig
     strategy: tf.distribute.Strategy
     seed: int | None  # the seed in effect (None: unseeded)
+    # A t2t.parallel.sharding.MeshPlan when the run lays its model out on a DTensor
+    # mesh (hparams mesh_shape/layout); the strategy is then the default one.
+    mesh: Any = None
 
     @property
     def is_chief(self) -> bool:
         """Whether this process writes checkpoints, summaries and results."""
+        if self.mesh is not None:
+            return self.task[1] == 0
         return strategy_lib.is_chief(self.strategy)
 
     @property
     def task(self) -> tuple[str | None, int]:
         """(task type, index) in the cluster; (None, 0) outside one."""
+        if self.mesh is not None:
+            from tensorflow.experimental import dtensor
+
+            return ("worker", dtensor.client_id()) if dtensor.num_clients() > 1 else (None, 0)
         return strategy_lib.task_of(self.strategy)
 
     @property
@@ -112,16 +121,44 @@ def configure_gpus(memory_growth: bool = True, memory_limit_mb: int = 0,
     return f"GPUs {names}: memory growth {'on' if memory_growth else 'off (all memory)'}."
 
 
-def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
+def _start_mesh(config: RuntimeConfig, mesh_shape: str, layout: str) -> Any:
+    """The MeshPlan of the mesh hparams (alone or across a TF_CONFIG's workers)."""
+    from t2t.parallel import mesh_runtime
+
+    chosen = [name for name, on in (("--use_tpu", config.use_tpu),
+                                    ("--cpu_devices", config.cpu_devices > 1),
+                                    ("--worker_gpu", config.worker_gpu not in (0, 1)),
+                                    ("--ps_replicas / --sync=false", config.ps_replicas
+                                     or not config.sync)) if on]
+    if chosen:
+        raise strategy_lib.StrategyError(
+            f"mesh_shape={mesh_shape!r} lays the model out on a DTensor mesh of its own "
+            f"devices; {' and '.join(chosen)} choose another distribution: drop them (the "
+            f"mesh uses the visible GPUs, or splits the CPU).")
+    return mesh_runtime.start_mesh(mesh_shape, layout, strategy_lib.cluster_config(config))
+
+
+def start(config: RuntimeConfig | None = None, strategy: Any = None, *,
+          mesh_shape: str = "", layout: str = "") -> Runtime:
     """Applies `config` to this process and returns the Runtime.
 
     The strategy comes first (splitting the CPU into logical devices must happen before
     TensorFlow starts using it), then op determinism, seeds and the dtype policy.
-    `strategy`: an already created strategy to use instead of creating one."""
+    `strategy`: an already created strategy to use instead of creating one.
+    `mesh_shape`, `layout`: Mesh TensorFlow's hparams (t2t.parallel): with a mesh, the
+    model is laid out on a DTensor mesh instead of a tf.distribute strategy."""
     config = config or RuntimeConfig()
     check(config)
     if strategy is None:  # a given strategy has already initialized the devices
         logging.info(configure_gpus(config.gpu_memory_growth, config.gpu_memory_limit_mb))
+    mesh = None
+    if mesh_shape:
+        if strategy is not None:
+            raise strategy_lib.StrategyError(
+                f"mesh_shape={mesh_shape!r} cannot run under the given strategy "
+                f"{type(strategy).__name__}: start the runtime without one.")
+        mesh = _start_mesh(config, mesh_shape, layout)
+        strategy = tf.distribute.get_strategy()
     strategy = strategy or strategy_lib.create_strategy(config)
     seed = config.random_seed
     if config.deterministic:
@@ -137,4 +174,4 @@ def start(config: RuntimeConfig | None = None, strategy: Any = None) -> Runtime:
         # Instruments every op of the functions traced from now on (before the first
         # train step is traced): the first NaN/Inf raises, naming its op.
         tf.debugging.enable_check_numerics()
-    return Runtime(config, strategy, seed)
+    return Runtime(config, strategy, seed, mesh)

@@ -34,7 +34,8 @@ from t2t.config import ALL_REDUCE_CHOICES, RuntimeConfig
 
 __all__ = ["ALL_REDUCE_CHOICES", "StrategyConfig", "StrategyError", "create_strategy",
            "describe", "is_chief", "is_parameter_server", "is_tpu", "peer_error_summary",
-           "serve_if_cluster_member", "split_cpu", "task_of"]
+           "serve_if_cluster_member", "split_cpu", "split_variables", "task_of",
+           "variable_partitioner"]
 
 # The strategy's settings are the RuntimeConfig's (t2t.config): one declaration.
 StrategyConfig = RuntimeConfig
@@ -184,8 +185,50 @@ def _multi_worker(config: StrategyConfig, tf_config: dict[str, Any] | None = Non
     )
 
 
-def _parameter_server(tf_config: dict[str, Any]) -> tf.distribute.Strategy:
-    return tf.distribute.experimental.ParameterServerStrategy(_resolver(tf_config))
+def variable_partitioner(config: StrategyConfig, num_ps: int) -> Any:
+    """The partitioner of --ps_min_shard_bytes / --ps_max_shard_bytes (None: none), at
+    most --ps_max_shards (default: one shard per ps task) shards per variable."""
+    if config.ps_min_shard_bytes and config.ps_max_shard_bytes:
+        raise StrategyError(
+            f"--ps_min_shard_bytes={config.ps_min_shard_bytes} and --ps_max_shard_bytes="
+            f"{config.ps_max_shard_bytes}: choose one way to split variables.")
+    for name in ("ps_min_shard_bytes", "ps_max_shard_bytes", "ps_max_shards"):
+        if getattr(config, name) < 0:
+            raise StrategyError(f"--{name}={getattr(config, name)}: use a size >= 0.")
+    shards = config.ps_max_shards or num_ps
+    partitioners = tf.distribute.experimental.partitioners
+    if config.ps_min_shard_bytes:
+        return partitioners.MinSizePartitioner(config.ps_min_shard_bytes, max_shards=shards)
+    if config.ps_max_shard_bytes:
+        return partitioners.MaxSizePartitioner(config.ps_max_shard_bytes, max_shards=shards)
+    if config.ps_max_shards:
+        raise StrategyError(f"--ps_max_shards={config.ps_max_shards} needs "
+                            f"--ps_min_shard_bytes or --ps_max_shard_bytes.")
+    return None
+
+
+def split_variables(variables: Any) -> list[str]:
+    """One line per variable split over parameter servers (a ShardedVariable behind a
+    Keras variable): its path, shape, and the shards' shapes and tasks."""
+    from tensorflow.python.distribute import sharded_variable
+
+    lines = []
+    for variable in variables:
+        value = variable.value  # the TensorFlow variable behind the Keras one
+        if isinstance(value, sharded_variable.ShardedVariable):
+            shards = ", ".join(
+                f"{list(shard.shape)} on {re.sub(r'^/job:|/replica:0|/device:CPU:0$', '', shard.device).replace('/task:', ':')}"
+                for shard in value.variables)
+            lines.append(f"{variable.path} {list(variable.shape)} split in "
+                         f"{len(value.variables)}: {shards}")
+    return lines
+
+
+def _parameter_server(tf_config: dict[str, Any], config: StrategyConfig
+                      ) -> tf.distribute.Strategy:
+    partitioner = variable_partitioner(config, len(tf_config["cluster"]["ps"]))
+    return tf.distribute.experimental.ParameterServerStrategy(
+        _resolver(tf_config), variable_partitioner=partitioner)
 
 
 def _can_connect(host: str, port: int, timeout_s: float = 3.0) -> bool:
@@ -261,7 +304,7 @@ def create_strategy(config: StrategyConfig) -> tf.distribute.Strategy:
     if config.use_tpu:
         strategy = _tpu(config)
     elif tf_config is not None:
-        strategy = (_parameter_server(tf_config) if parameter_servers
+        strategy = (_parameter_server(tf_config, config) if parameter_servers
                     else _multi_worker(config, tf_config))
     elif config.cpu_devices and config.cpu_devices > 1:
         devices = split_cpu(config.cpu_devices)

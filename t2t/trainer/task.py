@@ -70,6 +70,18 @@ def count_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
     return tf.stack([examples, tokens, positions])
 
 
+class TrainStep:
+    """A replica's training step, `step(features) -> (loss, grad norm, counts)`, in its
+    two halves: `gradients(features) -> (loss, grads, counts)` and `apply(loss, grads,
+    counts)` (a DTensor mesh runs them as two functions: see t2t.trainer.mesh_hooks)."""
+
+    def __init__(self, gradients: Callable, apply: Callable):
+        self.gradients, self.apply = gradients, apply
+
+    def __call__(self, features: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        return self.apply(*self.gradients(features))
+
+
 class Task:
     """A registered model trained on a problem, with T2T-style hparams."""
 
@@ -100,7 +112,7 @@ class Task:
         learning_rate = lr_lib.LearningRateSchedule(self.hparams, train_steps)
         optimizer = optimizers.create_optimizer(self.hparams, learning_rate,
                                                 mixed_precision=mixed_precision)
-        optimizer.build(model.trainable_variables)
+        optimizer.build(optimizers.trainable_parts(model))
         return optimizer, learning_rate
 
     def batching(self) -> input_pipeline.Batching:
@@ -200,13 +212,15 @@ class Task:
         return losses
 
     def train_step_fn(self, model: Any, optimizer: Any, xla_compile: bool = False,
-                      grad_groups: tuple[list[str], list[int]] | None = None
-                      ) -> Callable[[dict[str, tf.Tensor]], tuple[tf.Tensor, tf.Tensor, tf.Tensor]]:
+                      grad_groups: tuple[list[str], list[int]] | None = None,
+                      dense_gradients: bool = False) -> TrainStep:
         """A replica's training step: features -> (loss, gradient global norm, counts:
         [examples, tokens, positions] then, with `grad_groups` (names, group of each
         trainable variable; layer_stats.variable_groups), each group's squared gradient
-        norm before clipping); the forward/backward pass is XLA-compiled if asked."""
-        variables = model.trainable_variables
+        norm before clipping); the forward/backward pass is XLA-compiled if asked.
+        `dense_gradients`: embedding gradients as dense tensors (a DTensor mesh has no
+        sparse scatter updates)."""
+        variables = optimizers.trainable_parts(model)
         clip_norm = self.hparams.clip_grad_norm
 
         def forward_backward(features):
@@ -219,8 +233,14 @@ class Task:
             model.xla_ops_only = True  # layers with a faster op XLA cannot compile use another
             forward_backward = tf.function(forward_backward, jit_compile=True)
 
-        def train_step(features):
+        def gradients(features):
             loss, grads, counts = forward_backward(features)
+            if dense_gradients:
+                grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                         for g in grads]
+            return loss, grads, counts
+
+        def apply(loss, grads, counts):
             if grad_groups is not None:
                 names, index = grad_groups
                 squared = layer_stats.grouped_squared_norms(grads, index, len(names))
@@ -234,7 +254,7 @@ class Task:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss, grad_norm, counts
 
-        return train_step
+        return TrainStep(gradients, apply)
 
     def validation_step(self, features: dict[str, tf.Tensor], model: Any,
                         metric_names: list[str]) -> dict[str, tf.Tensor]:

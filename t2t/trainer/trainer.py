@@ -24,10 +24,12 @@ from absl import logging
 
 from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
 from t2t.hparams.hparams import HParams
+from t2t.parallel import mesh_layout, sharding
 from t2t.problems import problem as problem_lib
 from t2t.trainer import debugging, distillation, profiling, run_dir
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import runtime as runtime_lib
+from t2t.trainer import strategy as strategy_lib
 from t2t.trainer.checkpointing import RunCheckpoints
 from t2t.trainer.loop import ClusterError, NonFiniteLossError, NumericsError, TrainingLoop
 from t2t.trainer.task import Task
@@ -65,9 +67,16 @@ class Trainer:
         if isinstance(runtime, tf.distribute.Strategy):  # as t2t < #18 took it
             runtime = runtime_lib.start(None, strategy=runtime)
         elif not isinstance(runtime, runtime_lib.Runtime):
-            runtime = runtime_lib.start(runtime)
+            runtime = runtime_lib.start(runtime, mesh_shape=hparams.get("mesh_shape") or "",
+                                        layout=hparams.get("layout") or "")
+        mesh_layout.check_runtime_mesh(hparams, runtime.mesh)
         self.runtime, self.config = runtime, config or TrainerConfig()
         check_config(self.config)
+        if runtime.mesh is not None and runtime.task[0] is not None and self.config.layer_summaries:
+            # The chief alone reads them, and a DTensor across processes is read by all.
+            logging.warning("--layer_summaries is off: a mesh across processes cannot "
+                            "write them.")
+            self.config = dataclasses.replace(self.config, layer_summaries=False)
         self.output_dir, self.run_info = output_dir, run_info or {}
         self.task = Task(problem, model_name, hparams, data_dir, self.config.eval_split,
                          hparams_set=self.run_info.get("hparams_set"))
@@ -79,11 +88,19 @@ class Trainer:
         self._check_resume()
         with runtime.strategy.scope():
             model = self.task.build_model()
+            if runtime.mesh is not None:  # before the optimizer: it keys slots by variable
+                dims = sharding.shard_model(model, runtime.mesh, model.WEIGHT_DIMENSIONS)
             optimizer, learning_rate = self.task.build_optimizer(
                 model, self.config.train_steps, runtime.config.mixed_precision)
+            if runtime.mesh is not None:
+                sharding.shard_optimizer(optimizer, runtime.mesh, dims,
+                                         model.trainable_variables)
             if self.config.teacher_dir:  # frozen, outside the checkpoints
                 self.task.teacher = distillation.load_teacher(
                     self.config.teacher_dir, problem, data_dir)
+        if self.hooks.parameter_server and runtime.is_chief:
+            for line in strategy_lib.split_variables(model.variables):
+                print(f"Parameter servers hold {line}", flush=True)
         self.checkpoints = self._checkpoints(model, optimizer)
         latest = self._restore()
         iterator = self._train_iterator(latest)
@@ -110,7 +127,19 @@ class Trainer:
                 "data_dir": run_dir.absolute_path(self.task.data_dir),
                 **({"teacher_dir": run_dir.absolute_path(teacher)} if teacher else {}),
                 "problem_hparams": self.task.problem_hparams.to_dict(),
+                **({run_dir.PS_SPLIT_KEY: split} if (split := self._ps_split()) else {}),
                 "t2t_version": t2t.__version__, **self.run_info}
+
+    def _ps_split(self) -> str:
+        """How variables are split over parameter servers ("" when whole)."""
+        config = self.runtime.config
+        if not (self.hooks.parameter_server
+                and (config.ps_min_shard_bytes or config.ps_max_shard_bytes)):
+            return ""
+        num_ps = len(strategy_lib.cluster_config(config)["cluster"]["ps"])
+        size = (f"min_shard_bytes={config.ps_min_shard_bytes}" if config.ps_min_shard_bytes
+                else f"max_shard_bytes={config.ps_max_shard_bytes}")
+        return f"{size},max_shards={config.ps_max_shards or num_ps}"
 
     def _check_resume(self) -> None:
         """Refuses an incompatible resume before anything is built (nothing is written)."""
@@ -130,7 +159,8 @@ class Trainer:
         scratch = (None if self.runtime.is_chief else
                    os.path.join(self.output_dir, "tmp_workers", f"{task_type}_{index}"))
         return RunCheckpoints(model, optimizer, self.output_dir, is_chief=self.runtime.is_chief,
-                              scratch_dir=scratch, keep=self.config.keep_checkpoint_max)
+                              scratch_dir=scratch, keep=self.config.keep_checkpoint_max,
+                              shared=self.runtime.mesh is not None)
 
     def _restore(self) -> str | None:
         """Restores the latest checkpoint (or --resume_from's), or warm-starts; returns

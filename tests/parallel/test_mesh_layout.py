@@ -85,6 +85,18 @@ try:
     dtensor_mesh.create_mesh(ml.parse_mesh_shape("batch:4;model:2"))
 except ml.MeshLayoutError as e:
     out["too_many"] = str(e)
+from t2t.parallel import sharding
+import numpy as np
+plan = sharding.MeshPlan(mesh, layout, dmesh)
+rules = [("odd/kernel$", ("d_model", "d_ff")), ("twice/kernel$", ("vocab", "d_ff"))]
+for name, shape in (("odd", (6, 5)), ("twice", (8, 6))):
+    try:
+        weight = type("Weight", (), {"path": name + "/kernel", "shape": shape})()
+        sharding.check_weights([weight], plan, rules)
+    except ml.MeshLayoutError as e:
+        out[name] = str(e)
+batch = plan.to_mesh({"targets": np.arange(3 * 2).reshape(3, 2).astype("int32")})
+out["padded"] = sharding.fetch(batch["targets"]).tolist()
 print(json.dumps(out))
 """
 
@@ -104,3 +116,55 @@ def test_layouts_become_dtensor_shards_on_logical_cpus():
     assert out["logits"] == 4 * 8 * 6.0
     assert "lay out at most one of them on each axis" in out["same_axis"]
     assert "needs 8 CPU devices; 4 are visible" in out["too_many"]
+    assert "weight odd/kernel (6, 5): its d_ff axis of 5 does not divide" in out["odd"]
+    assert "weight twice/kernel (8, 6)" in out["twice"] and "at most one" in out["twice"]
+    # 3 examples on 2 batch shards: one empty example (all padding) is added.
+    assert out["padded"] == [[0, 1], [2, 3], [4, 5], [0, 0]]
+
+
+def test_the_runtime_mesh_must_be_the_hparams_mesh():
+    from t2t.hparams.hparams import HParams
+    from t2t.parallel.sharding import MeshPlan
+
+    hparams = HParams(mesh_shape="batch:2;model:2", layout="vocab:model", hidden_size=64,
+                      num_heads=4, filter_size=6)
+    with pytest.raises(ml.MeshLayoutError, match="runtime was started with ''"):
+        ml.check_runtime_mesh(hparams, None)
+    plan = MeshPlan(ml.parse_mesh_shape("batch:2;model:2"), {"vocab": "model"}, dmesh=None)
+    ml.check_runtime_mesh(hparams, plan)
+    with pytest.raises(ml.MeshLayoutError, match="differs from the runtime's"):
+        ml.check_runtime_mesh(HParams(mesh_shape="batch:2;model:2", layout=""), plan)
+    odd = HParams(mesh_shape="batch:2;model:2", layout="vocab:model;d_ff:model",
+                  filter_size=5)
+    plan_odd = MeshPlan(ml.parse_mesh_shape("batch:2;model:2"),
+                        {"vocab": "model", "d_ff": "model"}, dmesh=None)
+    with pytest.raises(ml.MeshLayoutError, match="d_ff = 5 .* does not divide by mesh axis"):
+        ml.check_runtime_mesh(odd, plan_odd)
+    with pytest.raises(ml.MeshLayoutError, match="needs a mesh"):
+        ml.check_runtime_mesh(HParams(mesh_shape="", layout="vocab:model"), None)
+
+
+def test_a_mesh_across_processes_needs_a_cluster_of_workers():
+    from t2t.parallel import mesh_runtime
+
+    env = mesh_runtime._client_environment(
+        {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+         "task": {"type": "worker", "index": 1}})
+    assert env == {"DTENSOR_CLIENT_ID": "1", "DTENSOR_NUM_CLIENTS": "2",
+                   "DTENSOR_JOB_NAME": "worker", "DTENSOR_JOBS": "127.0.0.1:1,127.0.0.1:2"}
+    with pytest.raises(ml.MeshLayoutError, match="workers only"):
+        mesh_runtime._client_environment(
+            {"cluster": {"chief": ["h:1"], "worker": ["h:2"], "ps": ["h:3"]},
+             "task": {"type": "chief", "index": 0}})
+
+
+def test_a_mesh_refuses_another_distribution():
+    from t2t.config import RuntimeConfig
+    from t2t.trainer import runtime as runtime_lib
+    from t2t.trainer.strategy import StrategyError
+
+    for config, flag in ((RuntimeConfig(cpu_devices=2), "--cpu_devices"),
+                         (RuntimeConfig(use_tpu=True), "--use_tpu"),
+                         (RuntimeConfig(sync=False), "--sync=false")):
+        with pytest.raises(StrategyError, match=f"mesh_shape='batch:2'.*{flag}"):
+            runtime_lib.start(config, mesh_shape="batch:2")

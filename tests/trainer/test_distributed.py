@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,3 +138,37 @@ def test_a_killed_worker_ends_the_job_and_a_rerun_resumes(data_dir, tmp_path):
     assert f"Resumed from ckpt-{kept[-1]} at step {kept[-1]}" in output
     assert checkpoint_steps(out)[-1] == 60
     assert eval_steps(out)[-1] == 60
+
+
+def _logged_losses(output: str) -> list[float]:
+    return [float(m) for m in re.findall(r"step \d+/\d+ loss ([\d.]+)", output)]
+
+
+# slow: two 4-process clusters and a resume (~3 min on 2 cores); the partitioner flags and
+#   shard-by-shard updates are unit-tested in CI (tests/trainer/test_strategy.py)
+@pytest.mark.slow
+def test_an_embedding_split_over_two_ps_tasks_trains_as_unsplit(data_dir, tmp_path):
+    """--ps_min_shard_bytes splits the vocabulary embedding (and every weight of at least
+    twice that size) over the 2 ps tasks; the one worker's steps give the losses of the
+    same cluster with whole variables, and the split checkpoint's weights warm-start a
+    run on one device."""
+    cluster = LAUNCH + ["--num_workers=1", "--num_ps=2", "--", "t2t-trainer"]
+    flags = ("--sync=false", "--random_seed=1", "--deterministic")
+    split = run(cluster + trainer_args(data_dir, tmp_path / "split", 30, *flags,
+                                       "--ps_min_shard_bytes=64"))
+    held = re.search(r"Parameter servers hold shared_symbol_modality/weights \[(\d+), (\d+)\] "
+                     r"split in 2: \[(\d+), \2\] on ps:0, \[(\d+), \2\] on ps:1", split)
+    assert held and int(held[3]) + int(held[4]) == int(held[1]), split[-3000:]
+    whole = run(cluster + trainer_args(data_dir, tmp_path / "whole", 30, *flags))
+    assert "Parameter servers hold" not in whole
+    assert len(_logged_losses(split)) == 3
+    assert _logged_losses(split) == pytest.approx(_logged_losses(whole), rel=1e-4)
+    # Its optimizer slots follow the split: a resume without it is refused with the way
+    # out, which warm-starts the whole weights on one device.
+    refused = subprocess.run(TRAINER + trainer_args(data_dir, tmp_path / "split", 40),
+                             capture_output=True, text=True, timeout=420)
+    assert refused.returncode != 0
+    assert "split over parameter servers (min_shard_bytes=64,max_shards=2)" in refused.stderr
+    warm = run(TRAINER + trainer_args(data_dir, tmp_path / "warm", 10,
+                                      f"--warm_start_from={tmp_path / 'split'}"))
+    assert "Warm-started the weights from" in warm and checkpoint_steps(tmp_path / "warm")

@@ -103,3 +103,60 @@ def test_tpu_errors_are_immediate_and_say_what_to_do(monkeypatch, tpu, message):
     monkeypatch.setattr(strategy_lib, "_can_connect", lambda host, port, timeout_s=3.0: False)
     with pytest.raises(strategy_lib.StrategyError, match=message):
         strategy_lib.create_strategy(_config(use_tpu=True, tpu=tpu))
+
+
+def test_parameter_server_partitioners_from_the_flags():
+    partitioners = tf.distribute.experimental.partitioners
+    assert strategy_lib.variable_partitioner(_config(), num_ps=2) is None
+    by_min = strategy_lib.variable_partitioner(_config(ps_min_shard_bytes=1024), num_ps=2)
+    assert isinstance(by_min, partitioners.MinSizePartitioner)
+    # [4096, 64] float32 = 1 MiB: at most one shard per ps task, or --ps_max_shards.
+    assert by_min(tf.TensorShape([4096, 64]), tf.float32) == [2, 1]
+    by_max = strategy_lib.variable_partitioner(
+        _config(ps_max_shard_bytes=256 * 1024, ps_max_shards=3), num_ps=2)
+    assert by_max(tf.TensorShape([4096, 64]), tf.float32) == [3, 1]
+    with pytest.raises(strategy_lib.StrategyError, match="choose one way to split"):
+        strategy_lib.variable_partitioner(
+            _config(ps_min_shard_bytes=1, ps_max_shard_bytes=1), num_ps=2)
+    with pytest.raises(strategy_lib.StrategyError, match="needs --ps_min_shard_bytes"):
+        strategy_lib.variable_partitioner(_config(ps_max_shards=2), num_ps=2)
+    with pytest.raises(strategy_lib.StrategyError, match="--ps_min_shard_bytes=-1"):
+        strategy_lib.variable_partitioner(_config(ps_min_shard_bytes=-1), num_ps=2)
+
+
+def test_a_split_variable_trains_shard_by_shard():
+    """A Keras variable backed by a ShardedVariable (as ParameterServerStrategy makes
+    with a partitioner): the optimizer updates its shards, exactly as the whole."""
+    import keras
+    import numpy as np
+    from tensorflow.python.distribute import sharded_variable
+
+    from t2t.trainer import optimizers
+
+    class Model:
+        def __init__(self, split: bool):
+            self.embedding = keras.Variable(np.arange(12.0).reshape(6, 2), name="embedding")
+            if split:
+                self.embedding._value = sharded_variable.ShardedVariable(
+                    [tf.Variable(np.arange(6.0).reshape(3, 2)),
+                     tf.Variable(np.arange(6.0, 12.0).reshape(3, 2))])
+            self.trainable_variables = [self.embedding]
+
+    results = []
+    for split in (False, True):
+        model = Model(split)
+        parts = optimizers.trainable_parts(model)
+        assert len(parts) == (2 if split else 1)
+        assert optimizers.trainable_parts(model) is parts  # made once
+        optimizer = keras.optimizers.SGD(0.5)
+        optimizer.build(parts)
+        with tf.GradientTape() as tape:
+            rows = tf.gather(tf.convert_to_tensor(model.embedding), [1, 4, 4])
+            loss = tf.reduce_sum(rows * rows)
+        optimizer.apply_gradients(zip(tape.gradient(loss, parts), parts, strict=True))
+        assert strategy_lib.split_variables([model.embedding]) == (
+            ["embedding [6, 2] split in 2: [3, 2] on localhost:0, [3, 2] on localhost:0"]
+            if split else [])
+        results.append(np.asarray(tf.convert_to_tensor(model.embedding)))
+    np.testing.assert_allclose(results[0], results[1])
+    assert results[0][4].tolist() == [-8.0, -9.0]  # row 4 twice: 8 - 0.5 * 2 * 2 * 8

@@ -49,7 +49,7 @@ import tensorflow as tf
 from t2t import registry
 from t2t.features import Modality
 from t2t.layers import attention, common, feed_forward, mixture_of_experts, positional
-from t2t.models import t2t_model
+from t2t.models import t2t_model, transformer
 
 SEP_ENCODEC, SEP_LAYER, SEP_FF = "#", "/", "-"
 NO_ATTENTION = "_"
@@ -204,6 +204,18 @@ class MoeLayer(common.Layer):
 @registry.register_model
 class TransformerMoe(t2t_model.T2TModel):
     """Encoder-decoder or decoder-only Transformer spelled by hparams.layer_types."""
+
+    WEIGHT_DIMENSIONS = (
+        (r"/moe/expert_kernel_0$", ("experts", "d_model", "d_ff")),
+        (r"/moe/expert_kernel_1$", ("experts", "d_ff", "d_model")),
+        (r"/moe/w_(gate|noise)$", ("d_model", "experts")),
+        *transformer.TRANSFORMER_WEIGHT_DIMENSIONS,
+    )
+    MESH_BATCH_SPLIT_ERROR = (
+        "its experts' dispatch scatters tokens by their index in the whole batch, which "
+        "DTensor (TF 2.21) cannot split (ScatterNd: 'indices ... does not index into "
+        "shape'); split the experts and heads instead, e.g. mesh_shape=model:4, "
+        "layout=experts:model;heads:model")
 
     def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
         super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)

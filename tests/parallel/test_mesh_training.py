@@ -1,0 +1,125 @@
+"""Training on a DTensor mesh (hparams mesh_shape/layout), for real, on logical CPUs.
+
+Each run is a fresh process (tests/parallel/mesh_run.py): the CPU is split into the
+mesh's devices before TensorFlow starts. transformer_tiny on
+algorithmic_reverse_binary40_test, dropout off (see mesh_run.HPARAMS).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+LAYOUT = "batch:batch;vocab:model;d_ff:model;heads:model"
+MESH_2X2 = f"batch:2;model:2|{LAYOUT}"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> str:
+    from t2t import registry
+
+    path = tmp_path_factory.mktemp("mesh") / "data"
+    registry.problem("algorithmic_reverse_binary40_test").generate_data(
+        str(path), str(path / "tmp"), progress=False)
+    return str(path)
+
+
+def _run(*args: str, launcher: list[str] | None = None, timeout: int = 600) -> list[dict]:
+    """The JSON lines a mesh_run process printed (one per process under a launcher)."""
+    command = [sys.executable, "-m", "tests.parallel.mesh_run", *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run((launcher or []) + command, capture_output=True, text=True,
+                         timeout=timeout, cwd=REPO, env=env)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-4000:]
+    return [json.loads(line[line.index("{"):]) for line in run.stdout.splitlines()
+            if re.match(r"(\[worker:\d+\] )?{", line)]
+
+
+def _values(path: pathlib.Path) -> dict[str, np.ndarray]:
+    with np.load(path) as values:
+        return {k: values[k] for k in values.files}
+
+
+def _assert_same_values(a: pathlib.Path, b: pathlib.Path) -> None:
+    left, right = _values(a), _values(b)
+    assert left.keys() == right.keys() and len(left) > 60
+    for key in left:
+        np.testing.assert_array_equal(left[key], right[key], err_msg=key)
+
+
+def test_twenty_steps_on_a_2x2_mesh_equal_one_device(data_dir, tmp_path):
+    """The issue's evidence: the same losses and final weights as one device with the
+    same global batch (the mesh sums partial products in another order: float32
+    rounding, ~1e-5)."""
+    (out,) = _run("equality", data_dir, str(tmp_path), "20", *MESH_2X2.split("|"))
+    mesh, single = np.array(out["mesh_losses"]), np.array(out["single_losses"])
+    assert len(mesh) == len(single) == 20
+    assert abs(mesh[0] - single[0]) <= 1e-6 * single[0]  # the same start
+    assert np.max(np.abs(mesh - single) / single) < 1e-5, (mesh, single)
+    assert single[-1] < single[0] - 0.3  # it trained (a loss that moves is compared)
+    assert out["max_weight_difference"] < 1e-4
+    assert out["variables"] > 60  # every weight and optimizer variable compared
+
+
+def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
+    """One run resumed on 2x2 mesh -> one device -> 2x2 mesh -> 4-way MirroredStrategy
+    -> a 1x4 model-only mesh: each restores the step and every value (weights and
+    optimizer variables) exactly as the previous wrote them."""
+    run = tmp_path / "run"
+    chain = [(4, MESH_2X2), (6, ""), (8, MESH_2X2), (10, "dp:4"),
+             (12, "model:4|vocab:model;d_ff:model;heads:model")]
+    previous = 0
+    for steps, where in chain:
+        (out,) = _run("train", data_dir, str(run), str(steps), *([where] if where else []))
+        assert out["restored_step"] == previous and out["step"] == steps, (where, out)
+        if previous:
+            _assert_same_values(run / f"trained-{previous}.npz",
+                                run / f"restored-{previous}.npz")
+        previous = steps
+
+
+def test_a_mesh_across_two_processes_trains_as_one(data_dir, tmp_path):
+    """t2t-launch --num_workers=2, each process 2 logical CPUs, one 2x2 mesh: both
+    processes see the losses of the same mesh in one process, and the checkpoint they
+    write together resumes on one device with their values."""
+    launcher = [sys.executable, "-m", "t2t.bin.t2t_launch", "--num_workers=2", "--"]
+    workers = _run("train", data_dir, str(tmp_path / "two"), "6", MESH_2X2, launcher=launcher)
+    (alone,) = _run("train", data_dir, str(tmp_path / "one"), "6", MESH_2X2)
+    assert len(workers) == 2
+    for out in workers:
+        np.testing.assert_allclose(out["losses"], alone["losses"], rtol=1e-6)
+    _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
+                        tmp_path / "two" / "trained-6-worker1.npz")
+    (resumed,) = _run("train", data_dir, str(tmp_path / "two"), "6")
+    assert resumed["restored_step"] == 6
+    _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
+                        tmp_path / "two" / "restored-6.npz")
+
+
+def test_transformer_moe_splits_its_experts_and_refuses_a_batch_split(data_dir, tmp_path):
+    """The experts' kernels split over "model" (4 experts on 4 devices); a batch split is
+    refused before training, with the reason and a layout that works."""
+    trainer = [sys.executable, "-m", "t2t.bin.t2t_trainer", "--problem=algorithmic_reverse_binary40_test",
+               "--model=transformer_moe", "--hparams_set=transformer_moe_tiny",
+               f"--data_dir={data_dir}", "--train_steps=3", "--local_eval_frequency=3",
+               "--eval_steps=1", "--gin_param=TrainerConfig.decode_summaries=0"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    split = subprocess.run(trainer + [f"--output_dir={tmp_path / 'experts'}",
+                                      "--hparams=mesh_shape=model:4,layout=experts:model"],
+                           capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    assert split.returncode == 0, split.stderr[-3000:]
+    assert "DTensor mesh model:4" in split.stdout and "eval step 3:" in split.stdout
+    refused = subprocess.run(trainer + [f"--output_dir={tmp_path / 'batch'}",
+                                        "--hparams=mesh_shape=batch:2,layout=batch:batch"],
+                             capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    assert refused.returncode != 0
+    assert "layout batch:batch with TransformerMoe" in refused.stderr
+    assert "mesh_shape=model:4, layout=experts:model;heads:model" in refused.stderr

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -34,13 +33,13 @@ def data_dir(tmp_path_factory):
     return path
 
 
-def _trainer(data_dir, output_dir, steps, hparams="batch_size=64", **config):
+def _trainer(data_dir, output_dir, steps, hparams="batch_size=64", runtime=None, **config):
     defaults = dict(train_steps=steps, save_checkpoints_steps=1000, local_eval_frequency=1000,
                     eval_steps=1, log_every_steps=2, decode_summaries=0)
     defaults.update(config)
     return Trainer(registry.problem(PROBLEM), "transformer",
                    create_hparams("transformer_test", hparams), data_dir, str(output_dir),
-                   TrainerConfig(**defaults))
+                   TrainerConfig(**defaults), runtime)
 
 
 def _scalars(events_dir):
@@ -98,8 +97,10 @@ def test_layer_summaries_profile_and_examples_seen(data_dir, tmp_path):
 
 
 def test_overfit_batches_drives_the_loss_near_zero(data_dir, tmp_path, capsys):
-    keras.utils.set_random_seed(3)
+    # Repeatable (the batch repeated and the ops): at this learning rate an unseeded run
+    # sometimes bounced back up after step 100 (CI, 2026-11-28).
     trainer = _trainer(data_dir, tmp_path / "run", 150, overfit_batches=1,
+                       runtime=RuntimeConfig(deterministic=True, random_seed=3),
                        hparams="batch_size=64,learning_rate_constant=0.2,"
                                "layer_prepostprocess_dropout=0,attention_dropout=0,"
                                "relu_dropout=0,learning_rate_warmup_steps=20",

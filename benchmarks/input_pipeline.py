@@ -1,10 +1,14 @@
 """Input pipeline throughput: parsing, length bucketing (the training path) and packing.
 
-    python -m benchmarks.input_pipeline [--quick] [--seconds S]
+    python -m benchmarks.input_pipeline [--quick] [--seconds S] [--text-vocab 32768]
 
 Generates algorithmic_reverse_decimal40-like data (lengths 1..40 plus EOS; 50k training
 examples, 10k with --quick) into a temporary directory once, then measures each stage
-for about S seconds after its first batch. Prints one table and returns the figures.
+for about S seconds after its first batch. The "real text" stage reads real sentences
+at real lengths with a large vocabulary (benchmarks.real_text: docstring sentence pairs,
+SentencePiece of --text-vocab pieces, made first: ~1.5 min) through the training path,
+batches of 4096 tokens, max_length 256, as benchmarks.training's text rows; --text-vocab 0
+leaves it out. Prints one table and returns the figures.
 Tokens count inputs + targets; "real" tokens exclude padding, "padded" include it, so
 real / padded is the padding (or packing) efficiency.
 """
@@ -20,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import real_text
 from t2t.hparams.hparams import HParams
 from t2t.problems import algorithmic
 from t2t.problems import input_pipeline as ip
@@ -89,6 +94,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10k examples, shorter runs")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per stage")
+    parser.add_argument("--text-vocab", type=int, default=32768,
+                        help="SentencePiece pieces of the real-text stage (0: no such stage)")
     args = parser.parse_args(argv)
     seconds = args.seconds or (1.5 if args.quick else 5.0)
 
@@ -152,6 +159,16 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             "packing: pack_examples(256) on cached examples": lambda: ip.pack_examples(
                 cached.repeat(), 256).batch(16).as_numpy_iterator(),
         }  # fmt: skip
+        if args.text_vocab:
+            text_dir = os.path.join(tmp, "text")
+            start = time.perf_counter()
+            text = real_text.make_text_problem(args.text_vocab, text_dir)
+            print(f"Made {text.num_examples('train'):,} docstring sentence pairs, SentencePiece "
+                  f"{args.text_vocab} pieces, in {time.perf_counter() - start:.0f}s.")
+            hparams = _hparams(batch_shuffle_size=shuffle, max_length=256)
+            name = f"real text {args.text_vocab // 1024}k: input_dataset, max_length 256"
+            stages[name] = lambda: ip.input_dataset(text, "train", text_dir,
+                                                    hparams).as_numpy_iterator()
         results = {name: measure(make, seconds) for name, make in stages.items()}
 
     width = max(len(name) for name in results)

@@ -15,8 +15,9 @@ The summary gives the key figures of each result: mostly ratios, which say more 
 absolute times on a shared machine (the *_figures functions say where each comes from), plus
 a few throughputs. The input pipeline benchmark does not relate its throughput to
 training: the suite divides its tokens/s by the t2t Trainer's tokens/s on
-transformer_tiny (training's rows, the faster precision: the most demanding consumer),
-from this run, else from the latest history entry that has it.
+transformer_tiny at the largest vocabulary (training's real-text 32k row, the faster
+precision: the most demanding consumer), from this run, else from the latest history
+entry that has it; input_pipeline's real-text 32k stage is the one to set against it.
 
 Each run appends one JSON line to the history (benchmarks/history.jsonl by default; see
 benchmarks/history.py; with the load average at the start and end of the run), and the
@@ -52,9 +53,11 @@ BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "di
 Runner = Callable[[list[str]], Any]
 TRAINER_PATH = "t2t Trainer"  # training.TRAINER (not imported here: it imports TensorFlow)
 BARE_PATH, TORCH_PATH = "bare tf.function", "torch nn.Transformer"
+TORCH_COMPILED_PATH = "torch compiled"  # training.TORCH_COMPILED
 TORCH_RESNET_PATH = "torch ResNet"  # resnet.TORCH
 CONSUMER_MODEL = "transformer_tiny"
 PIPELINE_STAGES = {  # input_pipeline stage name prefix -> label
+    "real text 32k: input_dataset": "real text 32k (bucketing)",
     "bucketing: input_dataset": "training path (bucketing)",
     "packing: input_dataset": "packed path (pack_dataset)",
 }
@@ -135,9 +138,10 @@ def _race_figures(benchmark: str, result: dict[str, Any], measure: str, unit: st
     figures: list[Figure] = []
     groups: dict[tuple[str, str], dict[str, dict]] = {}
     for row in result["rows"]:
-        groups.setdefault((row["model"], row["precision"]), {})[row["path"]] = row
+        groups.setdefault((_row_model(row), row["precision"]), {})[row["path"]] = row
     for (model, precision), paths in groups.items():
         t2t, bare, torch = (paths.get(p) for p in (TRAINER_PATH, BARE_PATH, torch_path))
+        compiled = paths.get(TORCH_COMPILED_PATH)
 
         def add(label: str, value: float | None, unit: str = "x",
                 model: str = model, precision: str = precision) -> None:
@@ -147,12 +151,19 @@ def _race_figures(benchmark: str, result: dict[str, Any], measure: str, unit: st
         if t2t:
             add(f"trainer/bare-loop {unit}", _ratio(t2t[measure], bare and bare[measure]))
             add(f"trainer/torch {unit}", _ratio(t2t[measure], torch and torch[measure]))
+            add(f"trainer/torch-compiled {unit}",
+                _ratio(t2t[measure], compiled and compiled[measure]))
             add("trainer MFU", t2t.get("mfu"), "%")
         if torch:
             add("torch MFU", torch.get("mfu"), "%")
         if t2t:
             add(f"trainer {unit}", t2t[measure], unit)
     return figures
+
+
+def _row_model(row: dict[str, Any]) -> str:
+    """A row's model, with its vocabulary where the row has one ("transformer_tiny v8192")."""
+    return f"{row['model']} v{row['vocab']}" if row.get("vocab") else row["model"]
 
 
 def _race_notes(result: dict[str, Any], what: str, torch_path: str) -> list[str]:
@@ -179,13 +190,17 @@ def resnet_figures(result: dict[str, Any]) -> tuple[list[Figure], list[str]]:
 
 
 def training_consumption(result: dict[str, Any]) -> tuple[float, str] | None:
-    """The t2t Trainer's tokens/s on transformer_tiny, the faster precision, and which."""
+    """The t2t Trainer's tokens/s on transformer_tiny at the largest vocabulary measured
+    (the real-text 32k row by default: the most demanding consumer), the faster
+    precision, and which row that is."""
     rows = [r for r in result.get("rows", ())
             if r.get("model") == CONSUMER_MODEL and r.get("path") == TRAINER_PATH]
     if not rows:
         return None
-    row = max(rows, key=lambda r: r["tokens_per_s"])
-    return row["tokens_per_s"], row["precision"]
+    largest = max(r.get("vocab") or 0 for r in rows)
+    row = max((r for r in rows if (r.get("vocab") or 0) == largest),
+              key=lambda r: r["tokens_per_s"])
+    return row["tokens_per_s"], (f"v{largest} " if largest else "") + row["precision"]
 
 
 def _consumption(results: dict[str, Any], entries: list[dict[str, Any]]

@@ -145,7 +145,7 @@ class MultiHeadAttention(common.Layer):
         self.k = dense(key_channels, "k")
         self.v = dense(value_channels, "v")
         self.output_transform = dense(hidden_size, "output_transform")
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = common.Dropout(dropout)
 
     def _split_heads(self, x: tf.Tensor, depth: int) -> tf.Tensor:
         shape = tf.shape(x)

@@ -22,7 +22,7 @@ class DenseReluDense(common.Layer):
         self.outer = keras.layers.Dense(hidden_size,
                                         kernel_initializer=common.clone_initializer(kernel_initializer),
                                         name="conv2")
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = common.Dropout(dropout)
 
     def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         return self.outer(self.dropout(self.inner(x), training=training))

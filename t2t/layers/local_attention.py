@@ -130,7 +130,7 @@ class LocalSelfAttention(common.Layer):
                              f"{num_heads}.")
         self.pattern, self.num_heads = pattern, num_heads
         self.depth = hidden_size // num_heads
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = common.Dropout(dropout)
         dense = dict(use_bias=False, kernel_initializer=kernel_initializer)
         self.q = keras.layers.Dense(hidden_size, name="q", **dense)
         self.k = keras.layers.Dense(hidden_size, name="k", **dense)

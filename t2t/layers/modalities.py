@@ -17,14 +17,13 @@ the sum of weights, so replicas can be averaged over the global token count.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import keras
 import tensorflow as tf
 
 from t2t import features
-from t2t.layers import audio, common
+from t2t.layers import audio, common, vocab_ops
 
 SYMBOL = features.Modality.SYMBOL
 CLASS_LABEL = features.Modality.CLASS_LABEL
@@ -34,22 +33,8 @@ IDENTITY = features.Modality.IDENTITY
 AUDIO = features.Modality.AUDIO
 
 
-def smoothed_cross_entropy(logits: tf.Tensor, labels: tf.Tensor, vocab_size: int, label_smoothing: float) -> tf.Tensor:
-    """Per-position cross entropy [...] of logits [..., V] against int labels [...].
-
-    With label smoothing the target puts 1-eps on the label and eps/(V-1) elsewhere;
-    the constant entropy of that distribution is subtracted (as Tensor2Tensor does), so
-    a perfect model scores 0.
-    """
-    logits = tf.cast(logits, tf.float32)
-    if not label_smoothing:
-        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    confidence = 1.0 - label_smoothing
-    low = label_smoothing / float(vocab_size - 1)
-    soft = tf.one_hot(labels, vocab_size, on_value=confidence, off_value=low)
-    xent = tf.nn.softmax_cross_entropy_with_logits(labels=soft, logits=logits)
-    normalizing = -(confidence * math.log(confidence) + (vocab_size - 1) * low * math.log(low + 1e-20))
-    return xent - normalizing
+# Re-exported: the loss every symbol-like modality uses (t2t.layers.vocab_ops).
+smoothed_cross_entropy = vocab_ops.smoothed_cross_entropy
 
 
 class Modality(common.Layer):
@@ -117,10 +102,9 @@ class SymbolModality(Modality):
 
     def top(self, body_output: tf.Tensor) -> tf.Tensor:
         weights = self.embedding if self.share_softmax else self.softmax_weights
-        weights = tf.cast(weights, body_output.dtype)
-        # tensordot (one matmul): the gradient of the equivalent "...h,vh->...v" einsum
-        # materializes a [V, H, B, T] tensor in TF 2.21 (seconds per step at V=8k).
-        return tf.tensordot(body_output, weights, axes=[[body_output.shape.rank - 1], [1]])
+        # One 2-D matmul with hand-picked gradient layouts (t2t.layers.vocab_ops); an
+        # einsum "...h,vh->...v" here had a gradient that built a [V, H, B, T] tensor.
+        return vocab_ops.logits_matmul(body_output, weights)
 
     def loss(self, logits, targets, label_smoothing):
         targets = tf.cast(targets, tf.int32)

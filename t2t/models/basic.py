@@ -77,7 +77,7 @@ class BasicFcRelu(t2t_model.T2TModel):
             )
             for i in range(hp.num_hidden_layers)
         ]
-        self.dropout = keras.layers.Dropout(hp.dropout)
+        self.dropout = common.Dropout(hp.dropout)
 
     def body(self, features: dict[str, tf.Tensor], training: bool) -> tf.Tensor:
         """features["inputs"] [B, H, W, C], [B, T, E] or [B, D] -> [B, 1, 1, hidden_size]."""

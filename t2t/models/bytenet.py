@@ -145,7 +145,7 @@ class ResidualDilatedConv(common.Layer):
                       for i in repeats]
         self.blocks = [ConvBlock(hparams.hidden_size, dilations, kernel, padding, hparams,
                                  name=f"residual_conv_{i}") for i in repeats]
-        self.dropout = keras.layers.Dropout(hparams.dropout)
+        self.dropout = common.Dropout(hparams.dropout)
 
     def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         """x [B, L, 1, H] -> [B, L, 1, H]."""

@@ -70,7 +70,7 @@ class _ConvStage(common.Layer):
             filters, 3, strides=(2, 2 if halve_width else 1) if i == convs - 1 else 1,
             padding="same", use_bias=False, kernel_initializer=common.initializer(hparams),
             name=f"conv2d_{i}") for i in range(convs)]
-        self.norms = [keras.layers.BatchNormalization(name=f"batch_norm_{i}")
+        self.norms = [common.BatchNormalization(name=f"batch_norm_{i}")
                       for i in range(convs)]
 
     def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:

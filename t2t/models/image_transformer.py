@@ -97,7 +97,7 @@ class Imagetransformer(t2t_model.T2TModel):
                                for i in range(hp.num_decoder_layers or hp.num_hidden_layers)]
         self.final = common.PrePostProcess(hp.layer_preprocess_sequence.replace("a", ""),
                                            hp, 0.0, "final")
-        self.input_dropout = keras.layers.Dropout(hp.layer_prepostprocess_dropout)
+        self.input_dropout = common.Dropout(hp.layer_prepostprocess_dropout)
         inputs_kind = php.modality.get("inputs")
         self.condition = None if hp.unconditional else inputs_kind
         self.condition_embedding = None

@@ -83,7 +83,7 @@ class LSTMStack(keras.layers.Layer):
             for i in range(num_layers)
         ]
         self.dropouts = [
-            keras.layers.Dropout(dropout, name=f"dropout_{i}") for i in range(num_layers)
+            common.Dropout(dropout, name=f"dropout_{i}") for i in range(num_layers)
         ]
 
     def call(
@@ -201,8 +201,8 @@ class AttentionDecoder(keras.layers.Layer):
         self.output_attention = bool(output_attention)
         self.output_size = self.attention_size if self.output_attention else units
         self.dropout_rate = dropout
-        self.input_dropout = keras.layers.Dropout(dropout, name="input_dropout")
-        self.mask_dropout = keras.layers.Dropout(dropout, name="state_dropout")
+        self.input_dropout = common.Dropout(dropout, name="input_dropout")
+        self.mask_dropout = common.Dropout(dropout, name="state_dropout")
 
         def weight(name: str, shape: tuple[int, ...], initializer: Any = None) -> keras.Variable:
             return self.add_weight(

@@ -64,7 +64,7 @@ class BatchNormRelu(keras.layers.Layer):
     def __init__(self, relu: bool = True, init_zero: bool = False, name: str | None = None):
         super().__init__(name=name)
         self.relu = relu
-        self.bn = keras.layers.BatchNormalization(
+        self.bn = common.BatchNormalization(
             axis=-1,
             momentum=BATCH_NORM_DECAY,
             epsilon=BATCH_NORM_EPSILON,

@@ -89,11 +89,11 @@ class ShakeShakeBranch(keras.layers.Layer):
             kernel_initializer=common.initializer(hparams),
             name="conv1",
         )
-        self.bn1 = keras.layers.BatchNormalization(name="bn1")
+        self.bn1 = common.BatchNormalization(name="bn1")
         self.conv2 = keras.layers.Conv2D(
             filters, 3, padding="same", kernel_initializer=common.initializer(hparams), name="conv2"
         )
-        self.bn2 = keras.layers.BatchNormalization(name="bn2")
+        self.bn2 = common.BatchNormalization(name="bn2")
 
     def call(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
         x = self.bn1(self.conv1(tf.nn.relu(x)), training=training)
@@ -129,7 +129,7 @@ class SkipConnection(keras.layers.Layer):
                 kernel_initializer=common.initializer(hparams),
                 name="path2_conv",
             )
-            self.bn = keras.layers.BatchNormalization(name="final_path_bn")
+            self.bn = common.BatchNormalization(name="final_path_bn")
 
     def call(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
         if self.identity:
@@ -161,13 +161,13 @@ class ShakeShakeBlock(keras.layers.Layer):
             ShakeShakeBranch(filters, stride, hparams, name=f"branch_{i}")
             for i in range(self.num_branches)
         ]
-        self.dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
+        self.dropout = common.Dropout(hparams.layer_prepostprocess_dropout)
         self.skip = SkipConnection(in_filters, filters, stride, hparams, name="skip")
         if self.concat:
             self.concat_conv = keras.layers.Conv2D(
                 filters, 1, kernel_initializer=common.initializer(hparams), name="concat_1x1"
             )
-            self.concat_bn = keras.layers.BatchNormalization(name="concat_bn")
+            self.concat_bn = common.BatchNormalization(name="concat_bn")
 
     def _coefficients(self, x: tf.Tensor) -> list[tf.Tensor]:
         """num_branches per-example weights [B, 1, 1, 1], uniform draws summing to 1."""
@@ -214,7 +214,7 @@ class ShakeShake(t2t_model.T2TModel):
         self.init_conv = keras.layers.Conv2D(
             16, 3, padding="same", kernel_initializer=common.initializer(hp), name="init_conv"
         )
-        self.init_bn = keras.layers.BatchNormalization(name="init_bn")
+        self.init_bn = common.BatchNormalization(name="init_bn")
         self.blocks: list[ShakeShakeBlock] = []
         in_filters = 16
         for stage, (filters, stride) in enumerate([(16 * k, 1), (32 * k, 2), (64 * k, 2)]):

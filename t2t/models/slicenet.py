@@ -318,7 +318,7 @@ class ConvStack(common.Layer):
         super().__init__(name=name)
         self.stack = [ConvResLayer(hparams, padding, attend, name=f"layer_{i}")
                       for i in range(num_layers)]
-        self.dropout = keras.layers.Dropout(hparams.dropout)
+        self.dropout = common.Dropout(hparams.dropout)
 
     def call(self, x: tf.Tensor, nonpadding: tf.Tensor | None = None,
              memory: tf.Tensor | None = None, memory_bias: tf.Tensor | None = None,

@@ -141,7 +141,7 @@ class Stack(common.Layer):
     def __init__(self, hparams: Any, layers: list[keras.layers.Layer], name: str):
         super().__init__(name=name)
         self.stack_layers = layers
-        self.input_dropout = keras.layers.Dropout(hparams.layer_prepostprocess_dropout)
+        self.input_dropout = common.Dropout(hparams.layer_prepostprocess_dropout)
         self.final = common.PrePostProcess(
             hparams.layer_preprocess_sequence.replace("a", ""), hparams, 0.0, "final"
         )

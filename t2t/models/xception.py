@@ -175,7 +175,7 @@ class ResidualBlock(common.Layer):
             for i in range(3)
         ]
         self.norm = keras.layers.LayerNormalization(epsilon=LAYER_NORM_EPSILON, name="norm")
-        self.dropout = keras.layers.Dropout(hparams.dropout)
+        self.dropout = common.Dropout(hparams.dropout)
 
     def call(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
         y = x

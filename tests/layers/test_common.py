@@ -156,3 +156,74 @@ def test_empty_and_none_sequences_are_identity(sequence):
 def test_bad_sequence(sequence):
     with pytest.raises(ValueError, match="Bad pre/post-process sequence"):
         common.PrePostProcess(sequence, hparams(), 0.1)
+
+
+def test_dropout_drops_at_its_rate_and_scales_the_rest():
+    layer = common.Dropout(0.1, seed=3)
+    x = tf.ones([1000, 1001])  # an odd last axis: the 16-bit halves are cut to it
+    out = layer(x, training=True).numpy()
+    kept = out != 0
+    assert abs(kept.mean() - 0.9) < 0.002
+    np.testing.assert_allclose(out[kept], 1 / 0.9, rtol=1e-6)
+    # Rows and columns are not correlated by the pairing of 16-bit halves.
+    assert abs(kept[:, 0::2].mean() - kept[:, 1::2].mean()) < 0.003
+    second = layer(x, training=True).numpy()
+    assert (second != 0).mean() != kept.mean() or not np.array_equal(second != 0, kept)
+    np.testing.assert_array_equal(layer(x, training=False), x)
+
+
+def test_dropout_is_seeded_and_its_gradient_is_the_mask():
+    x = tf.random.stateless_normal([4, 6, 10], [1, 1])
+    first, again = common.Dropout(0.3, seed=7), common.Dropout(0.3, seed=7)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        out = first(x, training=True)
+        total = tf.reduce_sum(out)
+    np.testing.assert_array_equal(out, again(x, training=True))
+    mask = (out.numpy() != 0) / 0.7
+    np.testing.assert_allclose(tape.gradient(total, x), mask, rtol=1e-6)
+
+
+def test_dropout_keeps_keras_names_dtype_and_noise_shape():
+    layer = common.Dropout(0.5, noise_shape=(2, 1), seed=1)
+    out = layer(tf.ones([2, 8]), training=True).numpy()
+    assert all(len(set(row)) == 1 for row in out)  # Keras' own path: one draw per row
+    bf16 = common.Dropout(0.2, dtype="mixed_bfloat16")(tf.ones([64, 64]), training=True)
+    assert bf16.dtype == tf.bfloat16
+    ours, theirs = common.Dropout(0.1), keras.layers.Dropout(0.1)
+    assert [v.path.split("/")[-1] for v in ours.variables] == [
+        v.path.split("/")[-1] for v in theirs.variables]
+    assert ours.name.startswith("dropout") and ours.get_config()["rate"] == 0.1
+
+
+@pytest.mark.parametrize("shape", [[8, 5, 6, 3], [16, 3], [4, 7, 3]])
+def test_fused_batch_norm_trains_as_keras_does(shape):
+    x = tf.random.stateless_normal(shape, [2, 3]) * 3.0 + 1.0
+    upstream = tf.random.stateless_normal(shape, [4, 5])
+    outputs = []
+    for cls in (common.BatchNormalization, keras.layers.BatchNormalization):
+        layer = cls(momentum=0.9, epsilon=1e-3, gamma_initializer="random_normal",
+                    beta_initializer="random_normal")
+        layer.build(x.shape)
+        layer.gamma.assign(tf.linspace(0.5, 1.5, shape[-1]))
+        layer.beta.assign(tf.linspace(-1.0, 1.0, shape[-1]))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x, training=True)
+            loss = tf.reduce_sum(y * upstream)
+        grads = tape.gradient(loss, [x, layer.gamma, layer.beta])
+        outputs.append([y, *grads, layer.moving_mean, layer.moving_variance,
+                        layer(x, training=False)])
+    for mine, keras_own in zip(*outputs, strict=True):
+        np.testing.assert_allclose(mine, keras_own, rtol=2e-4, atol=2e-4)
+
+
+def test_fused_batch_norm_in_bfloat16_and_frozen():
+    layer = common.BatchNormalization(dtype="mixed_bfloat16")
+    y = layer(tf.random.stateless_normal([4, 3, 3, 8], [1, 2]), training=True)
+    assert y.dtype == tf.bfloat16 and layer.moving_mean.dtype == tf.float32
+    assert float(tf.reduce_max(tf.abs(layer.moving_mean))) > 0  # updated
+    layer.trainable = False  # frozen: the moving statistics, no update (Keras' rule)
+    before = layer.moving_mean.numpy()
+    layer(tf.ones([4, 3, 3, 8]), training=True)
+    np.testing.assert_array_equal(layer.moving_mean, before)

@@ -130,7 +130,7 @@ class SeparableConvFFN(common.Layer):
 
         self.conv1 = conv(filter_size, 3, "relu", "conv1")
         self.conv2 = conv(hidden_size, 31, None, "conv2")
-        self.dropout = keras.layers.Dropout(dropout)
+        self.dropout = common.Dropout(dropout)
 
     def _pad(self, x: tf.Tensor, width: int) -> tf.Tensor:
         return tf.pad(x, [[0, 0], [width - 1, 0], [0, 0]]) if self.masked else x
@@ -240,7 +240,7 @@ class TransformerMoe(t2t_model.T2TModel):
             decoder_types = [(s, NO_ATTENTION, f) for s, _, f in decoder_types]
         self.decoder_layers = [MoeLayer(hp, t, f"decoder_{i}") for i, t in enumerate(decoder_types)]
         self.decoder_norm = self._final_norm("decoder_norm")
-        self.input_dropout = keras.layers.Dropout(hp.layer_prepostprocess_dropout)
+        self.input_dropout = common.Dropout(hp.layer_prepostprocess_dropout)
 
     def _final_norm(self, name: str) -> common.PrePostProcess:
         return common.PrePostProcess(self.hparams.layer_preprocess_sequence.replace("a", ""),

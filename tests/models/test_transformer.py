@@ -313,6 +313,7 @@ def teacher_forced_accuracy(model, batch):
 
 def test_transformer_tiny_learns_to_copy():
     start = time.time()
+    keras.utils.set_random_seed(5)  # unseeded, Adam at 1e-3 sometimes spiked at the end
     model = make_model(ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                                       vocab_size={"inputs": 4, "targets": 4}),
                        NO_DROPOUT + ",label_smoothing=0.0", hparams_set="transformer_tiny")

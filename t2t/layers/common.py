@@ -21,32 +21,74 @@ class Layer(keras.layers.Layer):
 
 class Dropout(keras.layers.Dropout):
     """keras.layers.Dropout (same arguments, names, seeds and checkpoints) drawing one
-    16-bit random number per element instead of a float32 uniform.
+    16-bit random number per element instead of a float32 uniform, with a mask of its
+    own on every replica.
 
     Two thresholds come out of each 32-bit Philox output, so a mask costs half the
-    random numbers: on 2 CPU cores a [4096, 2048] float32 dropout forward + backward
-    takes 21 ms instead of 37 (and dropout was 8-15% of transformer_base's step, most in
-    bfloat16: `python -m benchmarks.profile_step`). The drop probability is rate rounded
-    to a multiple of 1/65536 (0.1 -> 0.100006). With a noise_shape Keras' own is used.
+    random numbers (`python -m benchmarks.dropout` prints the times; dropout was 8-15% of
+    transformer_base's step, most in bfloat16: `python -m benchmarks.profile_step`). The
+    drop probability is rate rounded to a multiple of 1/65536 (0.1 -> 0.100006). With a
+    noise_shape the mask is TensorFlow's stateless_dropout's, from the same seed.
+
+    Replicas: Keras' seed generator is one variable that every replica of a
+    tf.distribute strategy reads alike, so Keras' own Dropout draws the same mask on
+    every replica; here the replica's id is folded into the seed (`replica_seed`).
     """
 
     def call(self, inputs: tf.Tensor, training: bool | None = False) -> tf.Tensor:
-        if not training or not 0.0 < self.rate < 1.0 or self.noise_shape is not None:
+        if not training or not 0.0 < self.rate < 1.0:
             return super().call(inputs, training=training)
-        return dropout_16bit(inputs, self.rate, self.seed_generator.next())
+        seed = replica_seed(self.seed_generator.next())
+        if self.noise_shape is not None:
+            shape = [tf.shape(inputs)[i] if size is None else size
+                     for i, size in enumerate(self.noise_shape)]
+            return tf.nn.experimental.stateless_dropout(inputs, self.rate, seed,
+                                                        noise_shape=tf.stack(shape))
+        return dropout_16bit(inputs, self.rate, seed)
+
+
+def int32_seed(seed: tf.Tensor) -> tf.Tensor:
+    """A [2] seed as the int32 that tf.random.stateless_* take (Keras keeps its seeds in
+    int64 variables; the same mapping as Keras' own random ops)."""
+    if seed.dtype == tf.int32:
+        return seed
+    return tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+
+
+def replica_seed(seed: tf.Tensor) -> tf.Tensor:
+    """`seed` [2] made the replica's own under a tf.distribute strategy of several
+    replicas (the id hashed in with stateless_fold_in); unchanged with one replica, so a
+    one-device run draws what Keras' seeds give."""
+    seed = int32_seed(seed)
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return seed
+    replica = tf.cast(context.replica_id_in_sync_group, tf.int64)
+    return tf.random.experimental.stateless_fold_in(seed, replica)
+
+
+def keep_mask_16bit(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
+    """A bool keep mask of `shape` (int [rank]), each element True with probability
+    1 - rate (rate to 1/65536), from 16-bit halves of stateless Philox words.
+
+    Word j of a row gives element j its low half and element (n+1)//2 + j its high half.
+    Only elementwise ops, a concat and a slice: on a DTensor mesh a tf.bitcast of a
+    batch-split tensor fails SPMD expansion (TF 2.21), these expand with any layout."""
+    seed = int32_seed(seed)
+    width = shape[-1]
+    pairs = (width + 1) // 2
+    words = tf.random.stateless_uniform(tf.concat([shape[:-1], [pairs]], 0), seed,
+                                        minval=None, maxval=None, dtype=tf.uint32)
+    threshold = round(rate * 65536)
+    low = tf.cast(words, tf.uint16) >= tf.constant(threshold, tf.uint16)  # cast keeps the low 16 bits
+    high = words >= tf.constant(threshold << 16, tf.uint32)  # the high half >= threshold
+    return tf.concat([low, high], axis=-1)[..., :width]
 
 
 def dropout_16bit(x: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor:
     """x with each element zeroed with probability `rate` (0 < rate < 1, to 1/65536) and
     the rest scaled by 1 / (1 - rate); `seed` [2] int, as tf.random.stateless_* take."""
-    if seed.dtype != tf.int32:  # Keras keeps seeds in int64 variables; stateless ops take int32
-        seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
-    shape = tf.shape(x)
-    pairs = (shape[-1] + 1) // 2  # one 32-bit number -> two 16-bit ones, along the last axis
-    bits = tf.random.stateless_uniform(tf.concat([shape[:-1], [pairs]], 0), seed,
-                                       minval=None, maxval=None, dtype=tf.uint32)
-    halves = tf.reshape(tf.bitcast(bits, tf.uint16), tf.concat([shape[:-1], [2 * pairs]], 0))
-    keep = halves[..., : shape[-1]] >= tf.constant(round(rate * 65536), tf.uint16)
+    keep = keep_mask_16bit(tf.shape(x), rate, seed)
     out = tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))
     out.set_shape(x.shape)
     return out

@@ -1,7 +1,8 @@
 """A fresh process for the mesh tests (logical devices are fixed when TensorFlow starts).
 
-    python -m tests.parallel.mesh_run train DATA RUN STEPS ['MESH_SHAPE|LAYOUT' | dp:N]
-        Trains transformer_tiny (HPARAMS, seed 1, deterministic input) on
+    python -m tests.parallel.mesh_run train DATA RUN STEPS ['MESH_SHAPE|LAYOUT' | dp:N] [--set-dropout]
+        Trains transformer_tiny (HPARAMS, seed 1, deterministic input; with
+        --set-dropout the set's own dropout rates, SET_DROPOUT_HPARAMS) on
         algorithmic_reverse_binary40_test to STEPS in RUN (resuming what is there) on a
         mesh, on N-way MirroredStrategy (dp:N) or on one device; writes RUN/restored-S.npz
         and RUN/trained-S.npz (weights and optimizer variables as restored at step S, and
@@ -24,10 +25,12 @@ import numpy as np
 # transformer_tiny's own optimizer (Adam) and schedule, dropout off, a small batch.
 HPARAMS = ("layer_prepostprocess_dropout=0,attention_dropout=0,relu_dropout=0,"
            "symbol_dropout=0,batch_size=1024,learning_rate_warmup_steps=400")
+# The same with transformer_tiny's own dropout (0.1 on every sublayer, attention, relu).
+SET_DROPOUT_HPARAMS = "batch_size=1024,learning_rate_warmup_steps=400"
 
 
 def _trainer(data_dir: str, output_dir: str, steps: int, mesh: str = "", layout: str = "",
-             cpu_devices: int = 0):
+             cpu_devices: int = 0, set_dropout: bool = False):
     from t2t import registry
     from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
     from t2t.hparams.basic import create_hparams
@@ -35,7 +38,8 @@ def _trainer(data_dir: str, output_dir: str, steps: int, mesh: str = "", layout:
 
     problem = registry.problem("algorithmic_reverse_binary40_test")
     extra = f",mesh_shape={mesh},layout={layout}" if mesh else ""
-    hparams = create_hparams("transformer_tiny", HPARAMS + extra)
+    hparams = create_hparams("transformer_tiny",
+                             (SET_DROPOUT_HPARAMS if set_dropout else HPARAMS) + extra)
     config = TrainerConfig(train_steps=steps, save_checkpoints_steps=10_000,
                            local_eval_frequency=10_000, log_every_steps=10_000,
                            decode_summaries=0)
@@ -60,14 +64,15 @@ def values(trainer) -> dict[str, np.ndarray]:
     return {**model, **slots}
 
 
-def train(data_dir: str, output_dir: str, steps: int, where: str = "") -> None:
+def train(data_dir: str, output_dir: str, steps: int, where: str = "",
+          set_dropout: bool = False) -> None:
     mesh = layout = ""
     cpu_devices = 0
     if where.startswith("dp:"):
         cpu_devices = int(where[3:])
     elif where:
         mesh, layout = where.split("|")
-    trainer = _trainer(data_dir, output_dir, steps, mesh, layout, cpu_devices)
+    trainer = _trainer(data_dir, output_dir, steps, mesh, layout, cpu_devices, set_dropout)
     task_type, index = trainer.runtime.task
     client = f"-{task_type}{index}" if task_type else ""  # one file per process
     restored = trainer.step
@@ -96,7 +101,9 @@ def equality(data_dir: str, out: str, steps: int, mesh: str, layout: str) -> Non
 
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
+    set_dropout = "--set-dropout" in args
+    args = [a for a in args if a != "--set-dropout"]
     if command == "train":
-        train(args[0], args[1], int(args[2]), args[3] if len(args) > 3 else "")
+        train(args[0], args[1], int(args[2]), args[3] if len(args) > 3 else "", set_dropout)
     else:
         equality(args[0], args[1], int(args[2]), args[3], args[4])

@@ -73,6 +73,8 @@ class CaseResult:
     earlier_minutes: float = 0.0
     # The dev metric of `curve` when the main one is measured after training (test_*).
     curve_metric: str | None = None
+    # Case.recorded: {metric: (value, tolerance)} of a deterministic case (in `bands`).
+    recorded: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def for_case(cls, case: Case) -> CaseResult:
@@ -83,6 +85,7 @@ class CaseResult:
             band=tuple(case.band), measured_on=case.measured_on,
             expected_minutes=case.expected_minutes, bands=case.bands(),
             curve_metric=case.curve_metric,
+            recorded={k: tuple(v) for k, v in case.recorded.items()},
         )
 
 
@@ -93,6 +96,7 @@ class CaseResult:
         kwargs = {k: v for k, v in data.items() if k in names}
         kwargs["band"] = tuple(kwargs["band"])
         kwargs["bands"] = {k: tuple(v) for k, v in kwargs.get("bands", {}).items()}
+        kwargs["recorded"] = {k: tuple(v) for k, v in kwargs.get("recorded", {}).items()}
         kwargs["curve"] = [tuple(point) for point in kwargs.get("curve", [])]
         return cls(**kwargs)
 
@@ -245,7 +249,8 @@ def value_text(value: float | None) -> str:
 
 
 def results_table(results: Sequence[CaseResult]) -> str:
-    rows = [[r.name, r.metric, value_text(r.value), band_text(r.band), r.status, f"{r.minutes:.1f}"]
+    rows = [[r.name, r.metric, value_text(r.value), band_text(r.bands.get(r.metric, r.band)),
+             r.status, f"{r.minutes:.1f}"]
             for r in results]
     table = format_table(["case", "metric", "value", "band", "result", "minutes"], rows)
     notes = [f"  {r.name}: {r.status} - {r.reason}" for r in results if r.reason]

@@ -202,6 +202,15 @@ def read_eval_results(case_dir: str, split: str = "dev") -> list[dict[str, float
     return results
 
 
+def _recorded_note(result: CaseResult, name: str) -> str:
+    """Why a band is narrower than the case's own, where a recorded figure made it so."""
+    if name not in result.recorded:
+        return ""
+    value, tolerance = result.recorded[name]
+    return (f" (recorded {value:.4f} +- {tolerance:g} for this deterministic run: the change "
+            f"learns differently; if that is intended, measure again and update the record)")
+
+
 def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: int,
           after: dict[str, float] | None = None, after_error: str = "") -> None:
     """Fills values, curve and PASS/FAIL from the evaluations, the trainer's status and
@@ -220,7 +229,7 @@ def judge(result: CaseResult, eval_results: list[dict[str, float]], returncode: 
     if last is not None:
         result.final_step = int(last.get("step", -1))
     missing = [name for name in result.bands if name not in final]
-    outside = [f"{name} {final[name]:.4f} outside {band_text(band)}"
+    outside = [f"{name} {final[name]:.4f} outside {band_text(band)}" + _recorded_note(result, name)
                for name, band in result.bands.items()
                if name in final and not in_band(final[name], band)]
     if returncode != 0:
@@ -596,7 +605,8 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
                                                        f"{case.metric}.png"))
                 result.plot = os.path.relpath(plot, output_dir) if plot else None
             print(f"[{case.name}] {result.status} {case.metric} {value_text(result.value)} "
-                  f"band {band_text(case.band)} in {result.minutes:.1f} min"
+                  f"band {band_text(result.bands.get(case.metric, case.band))} "
+                  f"in {result.minutes:.1f} min"
                   + (f": {result.reason}" if result.reason else ""), flush=True)
         results.append(result)
         write_report(report_path, results, machine, selection=selection,

@@ -57,8 +57,7 @@ def int32_seed(seed: tf.Tensor) -> tf.Tensor:
 
 def replica_seed(seed: tf.Tensor) -> tf.Tensor:
     """`seed` [2] made the replica's own under a tf.distribute strategy of several
-    replicas (the id hashed in with stateless_fold_in); unchanged with one replica, so a
-    one-device run draws what Keras' seeds give."""
+    replicas (the id hashed in with stateless_fold_in); unchanged with one replica."""
     seed = int32_seed(seed)
     context = tf.distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
@@ -79,9 +78,10 @@ def keep_mask_16bit(shape: tf.Tensor, rate: float, seed: tf.Tensor) -> tf.Tensor
     pairs = (width + 1) // 2
     words = tf.random.stateless_uniform(tf.concat([shape[:-1], [pairs]], 0), seed,
                                         minval=None, maxval=None, dtype=tf.uint32)
-    threshold = round(rate * 65536)
-    low = tf.cast(words, tf.uint16) >= tf.constant(threshold, tf.uint16)  # cast keeps the low 16 bits
-    high = words >= tf.constant(threshold << 16, tf.uint32)  # the high half >= threshold
+    threshold = min(round(rate * 65536), 65535)
+    # The cast keeps a word's low 16 bits; its high half is >= t exactly when it is >= t << 16.
+    low = tf.cast(words, tf.uint16) >= tf.constant(threshold, tf.uint16)
+    high = words >= tf.constant(threshold << 16, tf.uint32)
     return tf.concat([low, high], axis=-1)[..., :width]
 
 

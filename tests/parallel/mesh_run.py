@@ -1,6 +1,7 @@
 """A fresh process for the mesh tests (logical devices are fixed when TensorFlow starts).
 
-    python -m tests.parallel.mesh_run train DATA RUN STEPS ['MESH_SHAPE|LAYOUT' | dp:N] [--set-dropout]
+    python -m tests.parallel.mesh_run train DATA RUN STEPS ['MESH_SHAPE|LAYOUT' | dp:N]
+                                     [--set-dropout]
         Trains transformer_tiny (HPARAMS, seed 1, deterministic input; with
         --set-dropout the set's own dropout rates, SET_DROPOUT_HPARAMS) on
         algorithmic_reverse_binary40_test to STEPS in RUN (resuming what is there) on a
@@ -9,6 +10,10 @@
         at the end; -workerI before .npz in a process of a cluster) and
         prints one JSON line {"restored_step", "step", "losses"}.
         Under t2t-launch --num_workers=N (a TF_CONFIG), a mesh spans the N processes.
+    python -m tests.parallel.mesh_run masks
+        On a batch:2;model:2 mesh, the 16-bit dropout kernel (t2t.layers.common) on a
+        batch-split and on a last-axis-split [8, 64] tensor: prints {LAYOUT: [the four
+        devices' keep masks]}.
     python -m tests.parallel.mesh_run equality DATA OUT STEPS MESH_SHAPE LAYOUT
         The same STEPS on the mesh and on one device from the same start: prints
         {"mesh_losses", "single_losses", "max_weight_difference", "max_weight"}.
@@ -99,11 +104,33 @@ def equality(data_dir: str, out: str, steps: int, mesh: str, layout: str) -> Non
                       "variables": len(a)}))
 
 
+def masks() -> None:
+    import tensorflow as tf
+    from tensorflow.experimental import dtensor
+
+    from t2t.layers import common
+    from t2t.parallel import mesh_runtime
+
+    mesh = mesh_runtime.start_mesh("batch:2;model:2", "batch:batch").dmesh
+
+    kernel = tf.function(lambda x, seed: common.dropout_16bit(x, 0.5, seed))
+    seed = dtensor.copy_to_mesh(tf.constant([5, 9], tf.int64), dtensor.Layout.replicated(mesh, 1))
+    out = {}
+    for name, spec in {"batch": ["batch", dtensor.UNSHARDED],
+                       "model": [dtensor.UNSHARDED, "model"]}.items():
+        x = dtensor.call_with_layout(tf.ones, dtensor.Layout(spec, mesh), shape=[8, 64])
+        dropped = kernel(x, seed)
+        out[name] = [(part.numpy() != 0).astype(int).tolist() for part in dtensor.unpack(dropped)]
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     command, args = sys.argv[1], sys.argv[2:]
     set_dropout = "--set-dropout" in args
     args = [a for a in args if a != "--set-dropout"]
     if command == "train":
         train(args[0], args[1], int(args[2]), args[3] if len(args) > 3 else "", set_dropout)
+    elif command == "masks":
+        masks()
     else:
         equality(args[0], args[1], int(args[2]), args[3], args[4])

@@ -2,7 +2,9 @@
 
 Each run is a fresh process (tests/parallel/mesh_run.py): the CPU is split into the
 mesh's devices before TensorFlow starts. transformer_tiny on
-algorithmic_reverse_binary40_test, dropout off (see mesh_run.HPARAMS).
+algorithmic_reverse_binary40_test: with the set's own dropout (0.1 everywhere) where a
+run is compared with itself (resumes, processes), dropout off where it is compared with
+one device (mesh_run.HPARAMS: the shards draw other masks than one device does).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 LAYOUT = "batch:batch;vocab:model;d_ff:model;heads:model"
 MESH_2X2 = f"batch:2;model:2|{LAYOUT}"
+MESH_1X4 = "model:4|vocab:model;d_ff:model;heads:model"
+DROPOUT = "--set-dropout"
 
 
 @pytest.fixture(scope="module")
@@ -70,38 +74,62 @@ def test_twenty_steps_on_a_2x2_mesh_equal_one_device(data_dir, tmp_path):
 
 
 def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
-    """One run resumed on 2x2 mesh -> one device -> 2x2 mesh -> 4-way MirroredStrategy
-    -> a 1x4 model-only mesh: each restores the step and every value (weights and
-    optimizer variables) exactly as the previous wrote them."""
+    """One run, dropout on, resumed on 2x2 mesh -> one device -> 2x2 mesh -> 4-way
+    MirroredStrategy -> a 1x4 model-only mesh: each trains and restores the step and
+    every value (weights and optimizer variables) exactly as the previous wrote them.
+    (#47: 16-bit dropout's tf.bitcast failed SPMD expansion on the batch-split mesh.)"""
     run = tmp_path / "run"
-    chain = [(4, MESH_2X2), (6, ""), (8, MESH_2X2), (10, "dp:4"),
-             (12, "model:4|vocab:model;d_ff:model;heads:model")]
+    chain = [(4, MESH_2X2), (6, ""), (8, MESH_2X2), (10, "dp:4"), (12, MESH_1X4)]
     previous = 0
     for steps, where in chain:
-        (out,) = _run("train", data_dir, str(run), str(steps), *([where] if where else []))
+        (out,) = _run("train", data_dir, str(run), str(steps), *([where] if where else []),
+                      DROPOUT)
         assert out["restored_step"] == previous and out["step"] == steps, (where, out)
+        assert all(np.isfinite(out["losses"])), (where, out)
         if previous:
             _assert_same_values(run / f"trained-{previous}.npz",
                                 run / f"restored-{previous}.npz")
         previous = steps
 
 
-def test_a_mesh_across_two_processes_trains_as_one(data_dir, tmp_path):
-    """t2t-launch --num_workers=2, each process 2 logical CPUs, one 2x2 mesh: both
-    processes see the losses of the same mesh in one process, and the checkpoint they
-    write together resumes on one device with their values."""
+@pytest.mark.parametrize("where", [MESH_2X2, MESH_1X4], ids=["2x2", "1x4"])
+def test_a_mesh_across_two_processes_trains_as_one(where, data_dir, tmp_path):
+    """t2t-launch --num_workers=2, each process 2 logical CPUs, one mesh, dropout on: both
+    processes see the losses of the same mesh in one process (the same masks), and the
+    checkpoint they write together resumes on one device with their values."""
     launcher = [sys.executable, "-m", "t2t.bin.t2t_launch", "--num_workers=2", "--"]
-    workers = _run("train", data_dir, str(tmp_path / "two"), "6", MESH_2X2, launcher=launcher)
-    (alone,) = _run("train", data_dir, str(tmp_path / "one"), "6", MESH_2X2)
+    workers = _run("train", data_dir, str(tmp_path / "two"), "6", where, DROPOUT,
+                   launcher=launcher)
+    (alone,) = _run("train", data_dir, str(tmp_path / "one"), "6", where, DROPOUT)
     assert len(workers) == 2
     for out in workers:
         np.testing.assert_allclose(out["losses"], alone["losses"], rtol=1e-6)
+    assert alone["losses"][-1] < alone["losses"][0]
     _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
                         tmp_path / "two" / "trained-6-worker1.npz")
     (resumed,) = _run("train", data_dir, str(tmp_path / "two"), "6")
     assert resumed["restored_step"] == 6
     _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
                         tmp_path / "two" / "restored-6.npz")
+
+
+def test_dropout_masks_on_a_mesh_follow_the_shards():
+    """The 16-bit kernel on a batch:2;model:2 mesh: devices holding the same rows of a
+    batch-split tensor draw the same mask, the two batch shards independent ones (keep
+    rate and a joint-drop test); on a last-axis split each column block its own mask."""
+    (out,) = _run("masks")
+    batch = [np.array(m, bool) for m in out["batch"]]  # devices (b0 m0, b0 m1, b1 m0, b1 m1)
+    np.testing.assert_array_equal(batch[0], batch[1])
+    np.testing.assert_array_equal(batch[2], batch[3])
+    assert not np.array_equal(batch[0], batch[2])
+    model = [np.array(m, bool) for m in out["model"]]
+    np.testing.assert_array_equal(model[0], model[2])
+    assert not np.array_equal(model[0], model[1])
+    first, second = ~batch[0], ~batch[2]
+    for dropped in (first, second, ~model[0], ~model[1]):
+        assert abs(dropped.mean() - 0.5) < 0.1
+    both = (first & second).mean()
+    assert abs(both - first.mean() * second.mean()) < 0.1
 
 
 def test_transformer_moe_splits_its_experts_and_refuses_a_batch_split(data_dir, tmp_path):

@@ -171,6 +171,26 @@ def test_judge_uses_the_final_evaluation():
     assert _judged([{"step": 100, "accuracy": float("nan")}]).status == FAIL
 
 
+def test_a_recorded_figure_narrows_the_band_and_says_why():
+    """The learning guard: a deterministic case's recorded value +- tolerance; #47's
+    0.9508 -> 0.8182 fails it although the band [0.80, 1.00] holds."""
+    recorded = {"accuracy": (0.9508, 0.05)}
+    assert _case(band=(0.8, 1.0), recorded=recorded).bands() == {"accuracy": (0.9008, 1.0)}
+    assert _case(band=(0.8, 0.92), recorded=recorded).bands() == {"accuracy": (0.9008, 0.92)}
+    worse = _judged([{"step": 100, "accuracy": 0.8182}], band=(0.8, 1.0), recorded=recorded)
+    assert worse.status == FAIL
+    assert worse.reason.startswith(
+        "accuracy 0.8182 outside [0.9008, 1.00] (recorded 0.9508 +- 0.05")
+    assert "update the record" in worse.reason
+    assert "[0.9008, 1.00]" in report_lib.results_table([worse])  # the band that was applied
+    assert _judged([{"step": 100, "accuracy": 0.93}], band=(0.8, 1.0),
+                   recorded=recorded).status == PASS
+    quick = by_name()["transformer_tiny_reverse_quick"]
+    assert quick.recorded and quick.trainer_flags["deterministic"] is True
+    low, _ = quick.bands()[quick.metric]
+    assert 0.8182 < low < 0.8927 < quick.recorded[quick.metric][0]  # #47's note: the figures
+
+
 def test_read_eval_results_ignores_a_torn_line(tmp_path):
     (tmp_path / "eval_results.jsonl").write_text('{"step": 1, "accuracy": 0.5}\n{"step": 2, "acc')
     assert runner.read_eval_results(str(tmp_path)) == [{"step": 1, "accuracy": 0.5}]

@@ -9,6 +9,7 @@ This module is the public entry point; the encoders live in sibling modules:
   encoder_base           TextEncoder, ByteTextEncoder, as_ids, strip_extraneous
   vocab_encoders         CharacterTextEncoder, TokenTextEncoder, ClassLabelEncoder
   sentencepiece_encoder  SentencePieceEncoder
+  subword_encoder        SubwordTextEncoder (Tensor2Tensor's .subwords vocabularies)
   vocab_files            reading and atomically writing vocabulary files
 
 This module imports no TensorFlow; `sentencepiece` is imported only when needed.
@@ -34,6 +35,7 @@ from t2t.problems.sentencepiece_encoder import (  # noqa: F401
     SENTENCEPIECE_UNK_ID,
     SentencePieceEncoder,
 )
+from t2t.problems.subword_encoder import SubwordTextEncoder  # noqa: F401
 from t2t.problems.vocab_encoders import (  # noqa: F401
     CharacterTextEncoder,
     ClassLabelEncoder,
@@ -44,8 +46,8 @@ from t2t.problems.vocab_files import DEFAULT_HINT, PathLike  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
-ENCODER_TYPES = ("text", "byte", "character", "token", "sentencepiece", "class_label",
-                 "task_token")
+ENCODER_TYPES = ("text", "byte", "character", "token", "sentencepiece", "subword",
+                 "class_label", "task_token")
 
 
 def build_encoder(
@@ -70,6 +72,8 @@ def build_encoder(
     if kind == "sentencepiece":
         path = os.path.join(os.fspath(data_dir), description["model_file"])
         return SentencePieceEncoder(path, hint=hint)
+    if kind == "subword":
+        return SubwordTextEncoder(os.path.join(os.fspath(data_dir), description["vocab_file"]))
     if kind == "class_label":
         return ClassLabelEncoder(description["class_labels"])
     if kind == "task_token":

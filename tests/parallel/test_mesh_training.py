@@ -107,7 +107,7 @@ def test_a_mesh_across_two_processes_trains_as_one(where, data_dir, tmp_path):
     assert alone["losses"][-1] < alone["losses"][0]
     _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
                         tmp_path / "two" / "trained-6-worker1.npz")
-    (resumed,) = _run("train", data_dir, str(tmp_path / "two"), "6")
+    (resumed,) = _run("train", data_dir, str(tmp_path / "two"), "6", DROPOUT)
     assert resumed["restored_step"] == 6
     _assert_same_values(tmp_path / "two" / "trained-6-worker0.npz",
                         tmp_path / "two" / "restored-6.npz")

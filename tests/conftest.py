@@ -12,6 +12,7 @@ from __future__ import annotations
 
 LONGEST_FIRST = (  # from `--durations=0` of a fresh-clone CI run (2026-11-27)
     "tests/regression/test_cases_converge.py",
+    "tests/parallel/test_mesh_training.py",  # ~9 min of mesh runs (#47: dropout on, 2 layouts)
     "tests/trainer/test_distributed.py",
     "tests/trainer/test_trainer.py",
     "tests/serving/test_export.py",

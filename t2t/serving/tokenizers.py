@@ -5,14 +5,16 @@
     texts = tokenizer.decode(outputs)                          # string [B]
 
 Each tokenizer is a `tf.Module` built from an encoder's `describe()` (SentencePiece: its
-model bytes) and uses only TensorFlow ops, except SentencePiece, which uses
+model bytes; subword: its subtoken strings) and uses only TensorFlow ops, except
+SentencePiece and subword (Tensor2Tensor's SubwordTextEncoder), which use
 `tensorflow_text` (a process that loads such a SavedModel must `import tensorflow_text`
 first). On valid UTF-8 text each one gives exactly the ids and texts of its Python
 encoder. Where the Python encoder raises, the in-graph one does what t2t's Decoder does
 with the error: a line with a token outside a token vocabulary (and no `replace_oov`) or
 a word that is not an integer (plain text encoder) encodes as an empty input; ids
-outside the vocabulary decode as "ID_<id>" (token), "" (character, class label) or are
-dropped (byte, SentencePiece).
+outside the vocabulary decode as "ID_<id>" (token), "" (character, class label, subword)
+or are dropped (byte, SentencePiece). SubwordTokenizer's own differences on unusual
+input are in its docstring.
 
 Differences on unusual input, documented rather than hidden: `tf.strings.split` splits on
 ASCII whitespace only (Python's `str.split` also on Unicode spaces such as U+00A0);
@@ -265,6 +267,156 @@ class SentencePieceTokenizer(InGraphTokenizer):
         return self.sp.detokenize(stripped)
 
 
+_ALNUM = r"[\p{L}\p{N}]"
+_TOKEN_RUNS = r"[\p{L}\p{N}]+|[^\p{L}\p{N}]+"  # tokenizer.encode's alphanumeric/other runs
+_ESCAPES = r"\\u|\\\\|\\[0-9]+;"  # subword_encoder.unescape_token's escapes
+_MAX_CODE_POINT = 0x10FFFF
+_UNDEFINED_CHARACTER = 0x3013  # what a \NNN; that is no character decodes to
+
+
+def _tensorflow_text(what: str = "subword tokenization") -> Any:
+    try:
+        import tensorflow_text
+    except ImportError:
+        raise ImportError(
+            f"In-graph {what} needs tensorflow-text (pip install 't2t[export]', or "
+            f"tensorflow-text matching your TensorFlow version)."
+        ) from None
+    return tensorflow_text
+
+
+def _positions(ragged: tf.RaggedTensor) -> tf.Tensor:
+    """Each flat value's index within its row (ragged rank 1)."""
+    rows = ragged.value_rowids()
+    return tf.range(tf.size(rows, out_type=rows.dtype)) - tf.gather(ragged.row_starts(), rows)
+
+
+class SubwordTokenizer(InGraphTokenizer):
+    """Tensor2Tensor's SubwordTextEncoder (`.subwords` vocabularies), through
+    tensorflow_text: tokenizer.encode's runs by `regex_split`, each token escaped through
+    a table of the alphabet, then cut greedily into the longest subtokens from the left by
+    a `WordpieceTokenizer` with an empty suffix indicator (the same segmentation as
+    SubwordTextEncoder's). Decoding joins the subtoken strings, splits them at `_`,
+    unescapes each piece and puts a space between two alphanumeric tokens.
+
+    The alphabet is the characters of the subtoken strings and the escape characters,
+    as SubwordTextEncoder has it after loading the `.subwords` file (an encoder it built
+    has the same one). Ids outside the vocabulary decode as "", as in Python. `decode`
+    cuts each row at its first EOS and drops every PAD, as the other tokenizers do:
+    Python's decode of `encoder_base.strip_extraneous(ids)`. (SubwordTextEncoder's
+    `decode(ids, strip_extraneous=True)` strips only trailing PAD/EOS, as Tensor2Tensor
+    did, and reads a PAD or EOS inside as "<pad>"/"<EOS>"; on model outputs, PAD after
+    the EOS, the two agree.)
+
+    Differences from the Python encoder: a token that the vocabulary cannot cut (one of
+    its alphabet's characters is no subtoken: a file written by something else; Python
+    raises) makes its line an empty input; "\\NNN;" with NNN a UTF-16 surrogate
+    (55296-57343) decodes to U+FFFD (Python's chr gives a lone surrogate, which is no
+    UTF-8); letters and digits are RE2's Unicode classes \\p{L} \\p{N}, which know a newer
+    Unicode than Python 3.11's unicodedata (14.0): 4,388 characters unassigned there are
+    letters or digits in graph (tokenized and joined as such), all others agree."""
+
+    type_name = "subword"
+    needs_tensorflow_text = True
+
+    def __init__(self, subtoken_strings: Sequence[str]):
+        super().__init__(name="subword_tokenizer")
+        from t2t.problems.subword_encoder import ESCAPE_CHARS
+
+        tensorflow_text = _tensorflow_text("subword tokenization")
+
+        strings = [str(s) for s in subtoken_strings]
+        # As SubwordTextEncoder: the last id of a repeated string wins, "" is no subtoken.
+        ids = {s: i for i, s in enumerate(strings) if s}
+        max_length = max((len(s) for s in strings), default=0)
+        if not ids:
+            raise ValueError("a subword tokenizer needs a vocabulary: no subtoken strings given")
+        self.max_subtoken_length = max_length
+        self.vocab = tf.constant(strings)
+        self.subtoken_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(ids)), tf.constant(list(ids.values()), tf.int64)
+            ),
+            default_value=-1,  # WordpieceTokenizer's "not in the vocabulary"
+        )
+        alphabet = sorted({c for s in strings for c in s} | set(ESCAPE_CHARS))
+        kept = [c for c in alphabet if c != "\n"]  # a newline is always escaped
+        self.escape_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(kept),
+                tf.constant([{"\\": "\\\\", "_": "\\u"}.get(c, c) for c in kept]),
+            ),
+            default_value="",  # outside the alphabet: \NNN;
+        )
+        self.wordpiece = tensorflow_text.WordpieceTokenizer(
+            self.subtoken_table, suffix_indicator="", max_bytes_per_word=1 << 30,
+            max_chars_per_token=max_length, token_out_type=tf.int64, unknown_token=None)
+
+    @classmethod
+    def from_file(cls, path: str) -> SubwordTokenizer:
+        """The tokenizer of a `.subwords` vocabulary file (read as SubwordTextEncoder
+        reads it)."""
+        from t2t.problems.subword_encoder import SubwordTextEncoder
+
+        return cls(SubwordTextEncoder(path).all_subtoken_strings)
+
+    def _tokens(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """tokenizer.encode: [B] -> ragged [B, None] tokens."""
+        tokens = _tensorflow_text().regex_split(texts, _TOKEN_RUNS, _TOKEN_RUNS)
+        flat = tokens.flat_values
+        position = _positions(tokens)
+        last = tf.gather(tokens.row_lengths(), tokens.value_rowids()) - 1
+        inner_space = tf.equal(flat, " ") & (position > 0) & (position < last)
+        return tf.ragged.boolean_mask(tokens, tokens.with_flat_values(~inner_space))
+
+    def _escape(self, tokens: tf.Tensor) -> tf.Tensor:
+        """subword_encoder.escape_token of each token in a 1-D string tensor."""
+        chars = tf.strings.unicode_split(tokens, "UTF-8")
+        codes = tf.strings.unicode_decode(tokens, "UTF-8").flat_values
+        escaped = self.escape_table.lookup(chars.flat_values)
+        numeric = tf.strings.join(["\\", tf.strings.as_string(codes), ";"])
+        escaped = tf.where(tf.equal(escaped, ""), numeric, escaped)
+        return tf.strings.reduce_join(chars.with_flat_values(escaped), axis=1) + "_"
+
+    def encode(self, texts):
+        tokens = self._tokens(valid_utf8(tf.convert_to_tensor(texts, tf.string)))
+        pieces = self.wordpiece.tokenize(self._escape(tokens.flat_values))
+        ids = tokens.with_flat_values(pieces).merge_dims(1, 2)
+        # A token the vocabulary cannot cut (Python raises): an empty input, as t2t's Decoder.
+        ids = _empty_rows(ids, tf.reduce_any(ids < 0, axis=1))
+        return tf.cast(ids, tf.int32)
+
+    def _unescape(self, pieces: tf.Tensor) -> tf.Tensor:
+        """subword_encoder.unescape_token of each piece in a 1-D string tensor."""
+        segments = _tensorflow_text().regex_split(pieces, _ESCAPES, _ESCAPES)
+        seg = segments.flat_values
+        numeric = tf.strings.regex_full_match(seg, r"\\[0-9]+;")
+        digits = tf.strings.regex_replace(seg, r"^\\0*|;$", "")  # leading zeros dropped
+        short = numeric & (tf.strings.length(digits) <= 7)
+        number = tf.strings.to_number(
+            tf.where(short & tf.not_equal(digits, ""), digits, "0"), out_type=tf.int32)
+        code = tf.where(short & (number <= _MAX_CODE_POINT), number, _UNDEFINED_CHARACTER)
+        char = tf.strings.unicode_encode(code[:, None], "UTF-8", errors="replace")
+        out = tf.where(numeric, char, seg)
+        out = tf.where(tf.equal(seg, "\\\\"), "\\", out)
+        out = tf.where(tf.equal(seg, "\\u"), "_", out)
+        return tf.strings.reduce_join(segments.with_flat_values(out), axis=1)
+
+    def decode(self, ids):
+        stripped = strip_ids(tf.cast(ids, tf.int64))
+        values = stripped.flat_values
+        strings = _gather_or(self.vocab, values, tf.fill(tf.shape(values), ""))
+        pieces = tf.strings.split(_join_rows(stripped.with_flat_values(strings), ""), "_")
+        pieces = tf.ragged.boolean_mask(
+            pieces, pieces.with_flat_values(tf.not_equal(pieces.flat_values, "")))
+        tokens = self._unescape(pieces.flat_values)
+        first = tf.strings.substr(tokens, 0, 1, unit="UTF8_CHAR")
+        alnum = tf.strings.regex_full_match(first, _ALNUM)
+        after_alnum = tf.roll(alnum, 1, axis=0) & (_positions(pieces) > 0)
+        spaced = tf.strings.join([tf.where(alnum & after_alnum, " ", ""), tokens])
+        return _join_rows(pieces.with_flat_values(spaced), "")
+
+
 class ClassLabelTokenizer(InGraphTokenizer):
     """Class names <-> ids in [0, number of labels)."""
 
@@ -321,10 +473,14 @@ class TaskTokenTokenizer(InGraphTokenizer):
 
 # ------------------------------------------------------------------ factory
 def from_description(description: Mapping[str, Any] | None, *,
-                     model_proto: bytes | None = None) -> InGraphTokenizer:
+                     model_proto: bytes | None = None,
+                     subtoken_strings: Sequence[str] | None = None) -> InGraphTokenizer:
     """The tokenizer of an encoder's `describe()` (None: t2t's Decoder's raw integers).
 
-    SentencePiece descriptions name a model file: pass its bytes as `model_proto`."""
+    SentencePiece descriptions name a model file: pass its bytes as `model_proto`.
+    Subword descriptions name a `.subwords` file: pass its strings as `subtoken_strings`
+    (SubwordTextEncoder(path).all_subtoken_strings; an export's copy is
+    assets/FEATURE.subwords)."""
     if description is None:
         return TextTokenizer(0)
     kind = description.get("type")
@@ -341,10 +497,17 @@ def from_description(description: Mapping[str, Any] | None, *,
         if model_proto is None:
             raise ValueError("a SentencePiece tokenizer needs the model's bytes (model_proto)")
         return SentencePieceTokenizer(model_proto)
+    if kind == "subword":
+        if subtoken_strings is None:
+            raise ValueError("a subword tokenizer needs the vocabulary's subtoken strings "
+                             f"(subtoken_strings, from {description.get('vocab_file')!r})")
+        return SubwordTokenizer(subtoken_strings)
     if kind == "class_label":
         return ClassLabelTokenizer(description["class_labels"])
     if kind == "task_token":
-        return TaskTokenTokenizer(from_description(description["base"], model_proto=model_proto),
+        base = from_description(description["base"], model_proto=model_proto,
+                                subtoken_strings=subtoken_strings)
+        return TaskTokenTokenizer(base,
                                   description["task_id"], description["shared_vocab_size"])
     raise ValueError(f"no in-graph tokenizer for encoder type {kind!r}")
 
@@ -355,6 +518,8 @@ def from_encoder(encoder: Any) -> InGraphTokenizer:
         return TextTokenizer(0)
     if getattr(encoder, "type_name", None) == "sentencepiece":
         return SentencePieceTokenizer(encoder.model_proto)
+    if getattr(encoder, "type_name", None) == "subword":  # also when it has no file yet
+        return SubwordTokenizer(encoder.all_subtoken_strings)
     if getattr(encoder, "type_name", None) == "task_token":
         return TaskTokenTokenizer(from_encoder(encoder.base), encoder.task_id,
                                   encoder.base.vocab_size)

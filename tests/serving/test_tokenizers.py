@@ -1,5 +1,7 @@
 """The in-graph tokenizers give exactly the ids and texts of the Python encoders."""
 
+import copy
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -95,3 +97,145 @@ def test_sentencepiece_tokenizer(tmp_path):
     tok = _check_round_trip(encoder, texts, extra_ids=[5, 6])
     assert tok.needs_tensorflow_text
     assert encoder.encode("QQQ") and 2 in encoder.encode("QQQ ###")  # UNK pieces are covered
+
+
+# ------------------------------------------------------------ subword (T2T .subwords)
+SUBWORD_TEXTS = TEXTS + [
+    " ", "   ", " lead", "trail ", "a  b   c", " two words ", "!!! ... ???", "--a--b--",
+    "snake_case __dunder__ _", "back\\slash \\\\ \\u \\12; \\", "12 345 6.7 1e10",
+    "é ß 日本 ok", "e\u0301t", "emoji 🙂🙂 end", "\U0001F600", "tab\there\nnew line\r\n",
+    "<pad> <EOS> <pad>_", "ª ² ½ Ⅻ", "x" * 150, "ü" * 120 + " " + "日" * 80, "€" * 40 + "!",
+    "no_such_word_in_vocab_" * 8]
+
+
+@pytest.fixture(scope="module")
+def subword_encoder():
+    pytest.importorskip("tensorflow_text")
+    from t2t.problems import sentences
+    from t2t.problems.subword_encoder import SubwordTextEncoder
+
+    corpus = sentences.docstring_sentences(lowercase=False)[:600] + ["Grüße aus Köln, 日本"]
+    return SubwordTextEncoder.build_from_generator(corpus, 500)
+
+
+def _sentences_for_subword():
+    from t2t.problems import sentences
+
+    return sentences.docstring_sentences(lowercase=False)[600:800]
+
+
+def test_subword_tokenizer_equals_subword_encoder(subword_encoder):
+    texts = SUBWORD_TEXTS + _sentences_for_subword()
+    tok = _check_round_trip(subword_encoder, texts)
+    assert isinstance(tok, tokenizers.SubwordTokenizer) and tok.needs_tensorflow_text
+    assert tok.max_subtoken_length == max(len(s) for s in subword_encoder.all_subtoken_strings)
+    assert all(subword_encoder.decode(subword_encoder.encode(t)) == t for t in texts)
+    # Out-of-alphabet characters really were escaped (\NNN;) and long tokens cut.
+    assert "\\128512;" in "".join(subword_encoder.decode_list(subword_encoder.encode("\U0001F600")))
+
+
+def _subword_id(encoder, string):
+    return encoder.all_subtoken_strings.index(string)
+
+
+def _expected_decode(encoder, ids):
+    """Python's decode of the ids before EOS, a lone surrogate (from a \\NNN; escape of one)
+    as U+FFFD: the one documented difference, since a surrogate is no UTF-8."""
+    import re
+
+    from t2t.problems.encoder_base import strip_extraneous
+
+    return re.sub("[\ud800-\udfff]", "\ufffd", encoder.decode(strip_extraneous(ids)))
+
+
+def test_subword_tokenizer_decodes_any_ids_like_python(subword_encoder):
+    encoder = subword_encoder
+    tok = tokenizers.from_encoder(encoder)
+    sid = {s: _subword_id(encoder, s) for s in ["\\", "u", ";", "_", *"0123456789"]}
+    digits = [sid[d] for d in "0123456789"]
+
+    def escape(number):
+        return [sid["\\"], *[sid[d] for d in number], sid[";"]]
+
+    rows = [
+        escape("65") + escape("0000233") + escape("0") + escape("26085"),  # A é NUL 日
+        escape("1114111") + escape("1114112") + escape("99999999999999999999999"),
+        escape("55296") + escape(""),  # a surrogate; "\;" is no escape
+        [sid["\\"], sid["u"], sid["\\"], sid["\\"], sid["\\"], sid["_"], sid["\\"]],
+        [sid["_"], sid["_"], sid["_"]], [sid["\\"], digits[1], digits[2]], [],
+        [2, 3, encoder.vocab_size, encoder.vocab_size + 7, -4, 5, 0, 9],  # ids out of range
+    ]
+    rng = np.random.default_rng(7)
+    pool = list(sid.values()) + list(range(2, 40)) + [encoder.vocab_size - 1, 0]
+    rows += [list(rng.choice(pool, size=int(rng.integers(0, 30)))) for _ in range(300)]
+    rows += [list(rng.integers(-2, encoder.vocab_size + 3, size=20)) for _ in range(100)]
+    padded = _padded([r + [1, 7, 9] for r in rows])
+    expected = [_expected_decode(encoder, r) for r in padded]
+    assert _texts(tok.decode(tf.constant(padded))) == expected
+    assert expected[0] == "Aé\x00日" and expected[1] == "\U0010ffff\u3013\u3013"
+    assert expected[2] == "\ufffd\\;"
+
+
+def _write_subwords(path, strings):
+    path.write_text("".join(f"'{s}'\n" for s in strings), encoding="utf-8")
+    return str(path)
+
+
+def test_subword_wordpiece_is_greedy_longest_match_first(tmp_path):
+    """WordpieceTokenizer with an empty suffix indicator cuts as SubwordTextEncoder: the
+    longest subtoken from the left, even where a shorter first cut gives fewer pieces;
+    a repeated string keeps its last id; a token the vocabulary cannot cut (Python
+    raises) makes its line an empty input."""
+    pytest.importorskip("tensorflow_text")
+    from t2t.problems.subword_encoder import ESCAPE_CHARS, SubwordTextEncoder
+
+    strings = ["<pad>_", "<EOS>_", "ab", "abc", "bcd_", "cd_", "ab", "xy_", "zzzzzzz",
+               *"abcdz<>EOSpd", *sorted(ESCAPE_CHARS)]
+    path = _write_subwords(tmp_path / "vocab.subwords", strings)
+    encoder = SubwordTextEncoder(path)
+    tok = tokenizers.SubwordTokenizer.from_file(path)
+    texts = ["abcd", "abcd ab", "bcd", "zzzzzzzzzzzzzzz", "a_b\\c", "dcba", "é"]
+    expected = [encoder.encode(t) for t in texts]
+    assert tok.encode(tf.constant(texts)).to_list() == expected
+    assert encoder.decode_list(encoder.encode("abcd")) == ["abc", "d", "_"]  # not ab + cd_
+    assert encoder.encode("ab") == [6, strings.index("_")]
+    with pytest.raises(ValueError, match="not in the subword vocabulary"):
+        encoder.encode("yx")  # 'y' is in the alphabet (of "xy_") but no subtoken
+    assert tok.encode(tf.constant(["yx", "ab yx", "ab xy"])).to_list() == [
+        [], [], encoder.encode("ab xy")]
+
+
+def test_subword_from_description_and_saved_model(subword_encoder, tmp_path):
+    from t2t.problems.subword_encoder import SubwordTextEncoder
+    from t2t.serving import export as export_lib
+
+    with pytest.raises(ValueError, match="no vocabulary file"):
+        subword_encoder.describe()
+    vocab = tmp_path / "vocab.test.subwords"
+    copy.copy(subword_encoder).store_to_file(str(vocab))
+    encoder = SubwordTextEncoder(str(vocab))  # as a data dir's vocabulary loads
+    description = encoder.describe()
+    assert description == {"type": "subword", "vocab_file": "vocab.test.subwords"}
+    with pytest.raises(ValueError, match="subtoken strings"):
+        tokenizers.from_description(description)
+    # The export's asset (a copy: the encoder keeps its own file) rebuilds the tokenizer.
+    assets = tmp_path / "assets"
+    assets.mkdir()
+    paths = export_lib._write_vocab_assets({"inputs": encoder, "targets": None}, str(assets))
+    assert paths == [str(assets / "inputs.subwords")] and encoder.filename == str(vocab)
+    strings = SubwordTextEncoder(paths[0]).all_subtoken_strings
+    assert strings == encoder.all_subtoken_strings
+    tok = tokenizers.from_description(description, subtoken_strings=strings)
+
+    module = tf.Module()
+    module.tokenizer = tok
+    module.encode = tf.function(lambda texts: tok.encode_for_model(texts),
+                                input_signature=[tf.TensorSpec([None], tf.string)])
+    module.decode = tf.function(lambda ids: tok.decode(ids),
+                                input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    tf.saved_model.save(module, str(tmp_path / "model"))
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    texts = SUBWORD_TEXTS + _sentences_for_subword()[:20]
+    ids = loaded.encode(tf.constant(texts)).numpy()
+    assert ids.tolist() == _padded([encoder.encode(t) + [1] for t in texts]).tolist()
+    assert _texts(loaded.decode(tf.constant(ids))) == texts

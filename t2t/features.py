@@ -134,3 +134,72 @@ class ProblemHParams:
     def is_classifier(self) -> bool:
         """Whether the targets are one class label per example."""
         return self.modality.get("targets") == Modality.CLASS_LABEL
+
+
+class ModalityType:
+    """Tensor2Tensor's modality names (`modalities.ModalityType`). The ones t2t
+    implements map to a `Modality` (see `T2T_MODALITIES`); a problem naming another one
+    gets an error saying which t2t offers."""
+
+    AUDIO = "audio"
+    AUDIO_SPECTRAL = "audio_spectral"
+    CLASS_LABEL = "class_label"
+    CTC_SYMBOL = "ctc_symbol"
+    GENERIC_L2_LOSS = "generic_l2"
+    IDENTITY = "identity"
+    IDENTITY_SYMBOL = "identity_symbol"
+    IMAGE = "image"
+    IMAGE_CHANNEL_BOTTOM_IDENTITY = "image_channel_bottom_identity"
+    IMAGE_CHANNEL_COMPRESS = "image_channel_compress"
+    IMAGE_CHANNEL_EMBEDDINGS_BOTTOM = "image_channel_embeddings_bottom"
+    MULTI_LABEL = "multi_label"
+    ONE_HOT_CLASS_LABEL = "one_hot_class_label"
+    REAL = "real"
+    REAL_L2_LOSS = "real_l2"
+    REAL_LOG_POISSON_LOSS = "real_log_poisson"
+    SIGMOID_CLASS_LABEL = "sigmoid_class_label"
+    SIGMOID_MAX_POOLING_CLASS_LABEL = "sigmoid_max_pooling_class_label"
+    SOFTMAX_AVERAGE_POOLING_CLASS_LABEL = "softmax_average_pooling_class_label"
+    SOFTMAX_LAST_TIMESTEP_CLASS_LABEL = "softmax_last_timestep_class_label"
+    SOFTMAX_MAX_POOLING_CLASS_LABEL = "softmax_max_pooling_class_label"
+    SPEECH_RECOGNITION = "speech_recognition"
+    SYMBOL = "symbol"
+    SYMBOL_WEIGHTS_ALL = "symbol_weights_all"
+    SYMBOL_ONE_HOT = "symbol_one_hot"
+    VIDEO = "video"
+    VIDEO_BITWISE = "video_bitwise"
+    VIDEO_IDENTITY = "video_identity"
+    VIDEO_L1 = "video_l1"
+    VIDEO_L2 = "video_l2"
+    VIDEO_L1_RAW = "video_l1_raw"
+    VIDEO_L2_RAW = "video_l2_raw"
+    VIDEO_PIXEL_NOISE = "video_pixel_noise"
+
+    @staticmethod
+    def get_choices() -> list[str]:
+        return [v for k, v in vars(ModalityType).items() if k.isupper()]
+
+
+# Tensor2Tensor modality name -> t2t Modality, where t2t has the same bottom/top/loss:
+# T2T's "real" and "real_l2" are both dense in, dense out, L2 loss (t2t's real).
+T2T_MODALITIES = {
+    ModalityType.SYMBOL: Modality.SYMBOL,
+    ModalityType.CLASS_LABEL: Modality.CLASS_LABEL,
+    ModalityType.IMAGE: Modality.IMAGE,
+    ModalityType.REAL: Modality.REAL,
+    ModalityType.REAL_L2_LOSS: Modality.REAL,
+    ModalityType.IDENTITY: Modality.IDENTITY,
+    ModalityType.AUDIO: Modality.AUDIO,
+}
+
+
+def t2t_modality(name: Any, feature: str) -> str:
+    """The t2t Modality for a Tensor2Tensor modality name of `feature`; ValueError
+    naming the modalities t2t has when there is none."""
+    if name in T2T_MODALITIES:
+        return T2T_MODALITIES[name]
+    raise ValueError(
+        f"Feature {feature!r} has modality {name!r}, which t2t does not implement. t2t "
+        f"has: {', '.join(sorted(T2T_MODALITIES))} (modalities.ModalityType.SYMBOL, "
+        f"CLASS_LABEL, IMAGE, REAL / REAL_L2_LOSS, IDENTITY, AUDIO); use one of them, or "
+        f"give a model of your own a bottom/top for this feature.")

@@ -33,6 +33,7 @@ T = TypeVar("T")
 
 PLUGIN_ENTRY_POINT_GROUP = "t2t.plugins"
 REVERSE_SUFFIX = "_rev"
+COPY_SUFFIX = "_copy"  # Tensor2Tensor's: the targets are a copy of the inputs
 
 _FIRST_CAP_RE = re.compile("(.)([A-Z][a-z0-9]+)")
 _ALL_CAP_RE = re.compile("([a-z0-9])([A-Z])")
@@ -314,11 +315,30 @@ def problem(name: str) -> Any:
     combinator = _combinator_of(name)
     if combinator is not None:
         return combinator.make_problem(name)
+    name, was_copy = _split_copy(name)
     base, was_reversed = parse_problem_name(name)
+    if not was_copy:
+        base, was_copy = _split_copy(base)  # NAME_copy_rev
     family = _family_of(base)
     if family is not None:  # e.g. any TFDS data set: tfds_<name>[__<config>]
+        if was_copy:
+            raise BadProblemNameError(f"{COPY_SUFFIX} is not supported for {base!r} (a "
+                                      f"problem family); use {base!r}.")
         return family.make_problem(base, was_reversed)
+    if was_copy:  # only then: a problem class of t2t's may not take was_copy
+        return _problems.get(base)(was_reversed=was_reversed, was_copy=True)
     return _problems.get(base)(was_reversed=was_reversed)
+
+
+def _split_copy(name: str) -> tuple[str, bool]:
+    """(name without Tensor2Tensor's `_copy` suffix, whether it had one); a registered
+    name that ends in `_copy` is its own."""
+    if name.endswith(COPY_SUFFIX) and name not in _problems:
+        base = name[: -len(COPY_SUFFIX)]
+        if base.endswith(COPY_SUFFIX):
+            raise BadProblemNameError(f"Problem name {name!r} copies twice: use {base!r}.")
+        return base, True
+    return name, False
 
 
 def problem_class(name: str) -> type:

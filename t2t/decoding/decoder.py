@@ -508,6 +508,8 @@ class Decoder:
             return f"<image {'x'.join(str(d) for d in value.shape)}>"
         if modality == problem_lib.Modality.CLASS_LABEL:
             return self.target_text(value)
+        if modality == problem_lib.Modality.REAL:
+            return " ".join(f"{v:.6g}" for v in np.asarray(value, np.float64).reshape(-1))
         encoder = self.encoders.get(name)
         if encoder is None:
             return " ".join(str(i) for i in text_encoder.strip_extraneous(value))

@@ -33,6 +33,16 @@ def _classify(model: Any, features: dict[str, tf.Tensor], top_beams: int) -> dic
     return {"outputs": outputs, "scores": tf.reduce_max(log_probs, axis=-1)}
 
 
+def _one_pass(model: Any, features: dict[str, tf.Tensor], top_beams: int) -> dict[str, tf.Tensor]:
+    """Targets decided in one forward pass: a class label (`_classify`), or real-valued
+    targets, whose outputs are the prediction, float32 [B, ..., D], with zero scores."""
+    if model.problem_hparams.is_classifier:
+        return _classify(model, features, top_beams)
+    predictions, _ = model(features, training=False)
+    predictions = tf.cast(predictions, tf.float32)
+    return {"outputs": predictions, "scores": tf.zeros(tf.shape(predictions)[:1])}
+
+
 def _check(beam_size: int, top_beams: int, num_samples: int) -> None:
     if beam_size < 1 or top_beams < 1 or top_beams > max(beam_size, 1):
         raise ValueError(
@@ -89,8 +99,8 @@ def infer(
     """
     features = {k: tf.convert_to_tensor(v) for k, v in features.items() if k != "targets"}
     prompt = features.pop(PROMPT, None)
-    if model.problem_hparams.is_classifier:
-        return _classify(model, features, top_beams)
+    if model.problem_hparams.is_classifier or model.problem_hparams.modality.get("targets") == Modality.REAL:
+        return _one_pass(model, features, top_beams)
     _check(beam_size, top_beams, num_samples)
     if prompt is not None:
         prompt = tf.cast(prompt, tf.int32)

@@ -90,6 +90,8 @@ def resolve(decode_hparams: DecodeHParams, model: Any) -> DecodeSettings:
 def target_text(ids: Any, encoder: Any, is_class_label: bool) -> str:
     """Output ids as text: a class name (the first id), or the text of the ids up to EOS
     (ids joined by spaces when the problem has no encoder)."""
+    if np.asarray(ids).dtype.kind == "f":  # real-valued targets: the numbers
+        return " ".join(f"{v:.6g}" for v in np.asarray(ids, np.float64).reshape(-1))
     if is_class_label:
         label = int(np.asarray(ids).reshape(-1)[0])
         return encoder.decode([label]) if encoder is not None else str(label)

@@ -33,6 +33,17 @@ IDENTITY = features.Modality.IDENTITY
 AUDIO = features.Modality.AUDIO
 
 
+# Tensor2Tensor's modality names, for problems written against its API.
+ModalityType = features.ModalityType
+
+
+def is_pointwise(func: Any) -> Any:
+    """Tensor2Tensor's decorator marking a bottom function as pointwise (it sets
+    `func.pointwise = True`, which T2T read to skip padding removal)."""
+    func.pointwise = True
+    return func
+
+
 # Re-exported: the loss every symbol-like modality uses (t2t.layers.vocab_ops).
 smoothed_cross_entropy = vocab_ops.smoothed_cross_entropy
 
@@ -200,6 +211,18 @@ class ImageTargetModality(Modality):
         return tf.reduce_sum(xent), tf.cast(tf.size(values), tf.float32)
 
 
+def match_target_shape(predictions: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
+    """`predictions` reshaped to the targets' shape when their ranks differ (a body's
+    [B, 1, 1, D] output for targets stored as [B, 1, D]): never broadcast one against
+    the other, which would compare every example with every other."""
+    if predictions.shape.rank == targets.shape.rank:
+        return predictions
+    per_example = [s.shape[1:].num_elements() for s in (predictions, targets)]
+    if None not in per_example and per_example[0] != per_example[1]:
+        return predictions  # not the same values (e.g. the stand-in batch that builds weights)
+    return tf.reshape(predictions, tf.shape(targets))
+
+
 class RealModality(Modality):
     """Real vectors: a dense projection in, a dense projection out, L2 loss."""
 
@@ -219,6 +242,7 @@ class RealModality(Modality):
         return tf.ones(tf.shape(targets)[:-1], tf.float32)
 
     def loss(self, logits, targets, label_smoothing):
+        logits = match_target_shape(logits, targets)
         error = tf.reduce_sum(tf.square(tf.cast(logits, tf.float32) - tf.cast(targets, tf.float32)), -1)
         weights = self.targets_weights(targets)
         return tf.reduce_sum(error * weights), tf.reduce_sum(weights)

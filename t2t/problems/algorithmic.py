@@ -8,6 +8,8 @@ s is s + NUM_RESERVED_TOKENS; every sequence ends with EOS.
 
 from __future__ import annotations
 
+import inspect
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,15 +39,35 @@ class AlgorithmicProblem(problem.Problem):
         "(dev_min_length) has none")
 
     @property
+    def num_shards(self) -> int:
+        """Train shards (Tensor2Tensor's name for train_shards)."""
+        return self.train_shards
+
+    @property
     def splits(self) -> tuple[problem.SplitSpec, ...]:  # type: ignore[override]
         return (
-            problem.SplitSpec(problem.TRAIN_SPLIT, self.train_shards),
+            problem.SplitSpec(problem.TRAIN_SPLIT, self.num_shards),
             problem.SplitSpec(problem.DEV_SPLIT, 1),
         )
 
     def generator(self, nbr_symbols: int, max_length: int, nbr_cases: int, rng: np.random.Generator) -> Iterator[dict[str, list[int]]]:
-        """Yields `nbr_cases` dicts of "inputs"/"targets" symbol lists (0-based)."""
+        """Yields `nbr_cases` dicts of "inputs"/"targets" symbol lists (0-based).
+
+        Tensor2Tensor's signature, `generator(self, nbr_symbols, max_length,
+        nbr_cases)` drawing from Python's `random`, works too: `random` is then seeded
+        per problem and split, so a re-run writes the same examples.
+        """
         raise NotImplementedError
+
+    def _generate(self, max_length: int, nbr_cases: int, rng: np.random.Generator,
+                  seed: list[int]) -> Iterator[dict[str, list[int]]]:
+        """`generator`, given `rng` only if it takes a fourth argument (T2T's did not)."""
+        parameters = inspect.signature(self.generator).parameters
+        varargs = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values())
+        if len(parameters) >= 4 or "rng" in parameters or varargs:
+            return self.generator(self.num_symbols, max_length, nbr_cases, rng)
+        random.seed(bytes(seed))
+        return self.generator(self.num_symbols, max_length, nbr_cases)
 
     def num_examples(self, split: str) -> int:
         return self.train_size if split == problem.TRAIN_SPLIT else self.dev_size
@@ -55,13 +77,13 @@ class AlgorithmicProblem(problem.Problem):
         # so shards finished by an interrupted run stay consistent with the new ones.
         seed = [_SPLIT_SEEDS.get(split, 3), *self.dataset_filename().encode()]
         rng = np.random.default_rng(seed)
-        for case in self._cases(split, rng):
+        for case in self._cases(split, rng, seed):
             yield {
                 key: [int(s) + text_encoder.NUM_RESERVED_TOKENS for s in symbols] + [text_encoder.EOS_ID]
                 for key, symbols in case.items()
             }
 
-    def _cases(self, split: str, rng: np.random.Generator) -> Iterator[dict[str, list[int]]]:
+    def _cases(self, split: str, rng: np.random.Generator, seed: list[int]) -> Iterator[dict[str, list[int]]]:
         """The split's num_examples cases; dev inputs shorter than dev_min_length are
         dropped and replaced by further draws (with dev_min_length 1 nothing is)."""
         train = split == problem.TRAIN_SPLIT
@@ -72,10 +94,10 @@ class AlgorithmicProblem(problem.Problem):
                              f"{max_length}.")
         wanted = self.num_examples(split)
         if min_length <= 1:  # every case is kept (language-model variants have no inputs)
-            yield from self.generator(self.num_symbols, max_length, wanted, rng)
+            yield from self._generate(max_length, wanted, rng, seed)
             return
         while wanted > 0:
-            for case in self.generator(self.num_symbols, max_length, wanted, rng):
+            for case in self._generate(max_length, wanted, rng, seed):
                 if len(case["inputs"]) >= min_length and wanted > 0:
                     wanted -= 1
                     yield case

@@ -391,3 +391,128 @@ def count_records(paths: Sequence[str]) -> int:
 
     records = tf.data.TFRecordDataset(list(paths)).batch(8192)
     return int(records.reduce(tf.constant(0, tf.int64), add))
+
+
+UNSHUFFLED_SUFFIX = "-unshuffled"  # T2T's; t2t never writes it (shards are final)
+
+
+def train_data_filenames(problem: str, output_dir: str, num_shards: int) -> list[str]:
+    """Tensor2Tensor's name: the train shard paths of `problem` in `output_dir`."""
+    return shard_paths(output_dir, problem, "train", num_shards)
+
+
+def dev_data_filenames(problem: str, output_dir: str, num_shards: int) -> list[str]:
+    """Tensor2Tensor's name: the dev shard paths of `problem` in `output_dir`."""
+    return shard_paths(output_dir, problem, "dev", num_shards)
+
+
+def test_data_filenames(problem: str, output_dir: str, num_shards: int) -> list[str]:
+    """Tensor2Tensor's name: the test shard paths of `problem` in `output_dir`."""
+    return shard_paths(output_dir, problem, "test", num_shards)
+
+
+def shuffle_dataset(filenames: Sequence[str], extra_fn: Any = None) -> None:
+    """Tensor2Tensor's `shuffle_dataset`: a no-op in t2t, whose shards are written
+    under their final names and shuffled when read (see generate_dataset_and_shuffle)."""
+    del filenames, extra_fn
+
+
+def maybe_download(directory: str, filename: str, uri: str, *, sha256: str | None = None,
+                   mirror: str | None = None) -> str:
+    """Tensor2Tensor's `maybe_download(directory, filename, uri)`: `directory/filename`,
+    downloaded from `uri` unless already there. Goes through t2t.problems.download,
+    so --data_mirror / $T2T_DATA_MIRROR (a URL prefix or a local folder holding
+    `filename`) are tried first and an interrupted download is never left under the
+    final name; `sha256` pins the content (T2T had no pin)."""
+    from t2t.problems import download
+
+    path = os.path.join(directory, filename)
+    if os.path.exists(path) and sha256 is None:
+        return path
+    return download.fetch(download.Resource(uri, sha256=sha256, filename=filename),
+                          directory, mirror)
+
+
+def gunzip_file(gz_path: str, new_path: str) -> None:
+    """Tensor2Tensor's `gunzip_file`: unzips `gz_path` to `new_path` unless it exists
+    (written to a temporary name first, so a crash leaves no partial file)."""
+    import gzip
+    import shutil
+
+    if os.path.exists(new_path):
+        return
+    partial = new_path + INCOMPLETE_SUFFIX
+    with gzip.open(gz_path, "rb") as src, open(partial, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.replace(partial, new_path)
+
+
+def get_or_generate_vocab_inner(data_dir: str, vocab_filename: str, vocab_size: int,
+                                generator: Iterable[str], max_subtoken_length: int | None = None,
+                                reserved_tokens: Sequence[str] | None = None) -> Any:
+    """Tensor2Tensor's: the SubwordTextEncoder in `data_dir/vocab_filename`, built from
+    the texts of `generator` to about `vocab_size` subtokens (and saved) if absent."""
+    from t2t.problems.subword_encoder import SubwordTextEncoder
+
+    path = os.path.join(data_dir, vocab_filename) if data_dir else None
+    if path and os.path.exists(path):
+        return SubwordTextEncoder(path)
+    encoder = SubwordTextEncoder.build_from_generator(
+        generator, vocab_size, max_subtoken_length=max_subtoken_length,
+        reserved_tokens=reserved_tokens)
+    if path:
+        os.makedirs(data_dir, exist_ok=True)
+        encoder.store_to_file(path)
+    return encoder
+
+
+def get_or_generate_vocab(data_dir: str, tmp_dir: str, vocab_filename: str, vocab_size: int,
+                          sources: Sequence[Any], file_byte_budget: float = 1e6,
+                          max_subtoken_length: int | None = None) -> Any:
+    """Tensor2Tensor's: a SubwordTextEncoder built from `sources` ([url, [file, ...]]
+    pairs: an archive or plain/gzipped file downloaded to tmp_dir, the named files read
+    up to `file_byte_budget` bytes each, lines taken evenly through each file)."""
+    return get_or_generate_vocab_inner(
+        data_dir, vocab_filename, vocab_size,
+        _source_texts(tmp_dir, sources, file_byte_budget),
+        max_subtoken_length=max_subtoken_length)
+
+
+def _source_texts(tmp_dir: str, sources: Sequence[Any], file_byte_budget: float) -> Iterable[str]:
+    import tarfile
+    import zipfile
+
+    for url, filenames in sources:
+        archive = maybe_download(tmp_dir, os.path.basename(url), url)
+        plain_gzip = False
+        if tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp_dir, filter="data")
+        elif zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(tmp_dir)
+        else:
+            plain_gzip = archive.endswith(".gz")
+        for name in filenames:
+            path = os.path.join(tmp_dir, name)
+            if plain_gzip:  # one gzipped text file: unzip it under the name asked for
+                gunzip_file(archive, path)
+            yield from _budgeted_lines(path, file_byte_budget)
+
+
+def _budgeted_lines(path: str, budget: float) -> Iterable[str]:
+    """Lines spread through the file until `budget` bytes are taken (T2T's sampling:
+    every k-th line, k = file size / budget)."""
+    size = os.path.getsize(path)
+    every = max(1, int(size / budget)) if budget else 1
+    taken = 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for index, line in enumerate(f):
+            if index % every:
+                continue
+            line = line.strip()
+            if line:
+                taken += len(line)
+                yield line
+            if taken >= budget:
+                return

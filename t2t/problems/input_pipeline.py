@@ -168,8 +168,11 @@ def _ragged_features(dataset: Any, sequence_features: Sequence[str]) -> list[str
         raise TypeError(f"Expected a dataset of feature dicts, got elements {spec}.")
     ragged = []
     for name, s in spec.items():
+        sequence = s.dtype.is_integer and s.shape.rank == 1
+        if s.shape.is_fully_defined() and not sequence:
+            continue  # a fixed-shape feature (e.g. a real-valued window) batches as is
         if name in sequence_features or not s.shape.is_fully_defined():
-            if not (s.dtype.is_integer and s.shape.rank == 1):
+            if not sequence:
                 raise ValueError(
                     f"Feature {name!r} ({s}) varies in length but is not a 1-D integer "
                     f"sequence; give it a fixed shape in preprocess_example."

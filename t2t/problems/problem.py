@@ -29,7 +29,8 @@ from t2t.features import (  # noqa: F401  (re-exported: problem.TRAIN, problem.M
     ProblemHParams,
     SpaceID,
 )
-from t2t.problems import generator_utils
+from t2t.problems import generator_utils, t2t_style
+from t2t.problems.t2t_style import preprocess_example_common  # noqa: F401  (T2T's name)
 from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")
@@ -182,8 +183,12 @@ class Problem:
     # save every time (audio: gigabytes); a resumed run then reads in a new order.
     checkpoint_input_position: bool = True
 
-    def __init__(self, was_reversed: bool = False):
+    def __init__(self, was_reversed: bool = False, was_copy: bool = False):
+        """`was_reversed`: inputs and targets swapped (the `_rev` names). `was_copy`
+        (Tensor2Tensor's): the targets are a copy of the inputs (applied after the
+        swap, so both together give a targets -> targets task)."""
         self._was_reversed = was_reversed
+        self._was_copy = was_copy
         self._encoders: dict[str, Any] | None = None
         self._encoders_dir: str | None = None
 
@@ -192,6 +197,13 @@ class Problem:
         own = cls.__dict__.get("generate_data")
         if callable(own) and not accepts_keyword(own, "mirror"):
             cls.generate_data = _adapt_t2t_generate_data(own)
+        own = cls.__dict__.get("hparams")
+        if (callable(own) and not getattr(own, "t2t_signature", False)
+                and t2t_style.is_t2t_hparams_signature(own)):
+            cls.hparams = t2t_style.adapt_t2t_hparams(own)
+        own = cls.__dict__.get("eval_metrics")
+        if callable(own) and not getattr(own, "canonical", False):
+            cls.eval_metrics = t2t_style.canonical_eval_metrics(own)
 
     # ---------------------------------------------------------------- splits
     @property
@@ -210,8 +222,10 @@ class Problem:
     # ---------------------------------------------------------------- naming
     @property
     def name(self) -> str:
-        """The registered name, with `_rev` when inputs and targets are swapped."""
-        return self.base_name + (registry.REVERSE_SUFFIX if self._was_reversed else "")
+        """The registered name, with `_rev` when inputs and targets are swapped and
+        `_copy` when the targets copy the inputs."""
+        return (self.base_name + (registry.REVERSE_SUFFIX if self._was_reversed else "")
+                + (registry.COPY_SUFFIX if self._was_copy else ""))
 
     @property
     def base_name(self) -> str:
@@ -220,6 +234,10 @@ class Problem:
     @property
     def was_reversed(self) -> bool:
         return self._was_reversed
+
+    @property
+    def was_copy(self) -> bool:
+        return self._was_copy
 
     def dataset_filename(self) -> str:
         """Base of the data file names; `_rev` problems share their base's files."""
@@ -364,10 +382,43 @@ class Problem:
         """Feature name -> encoder, in the problem's own (unreversed) direction."""
         return {}
 
-    def hparams(self, data_dir: str | None = None) -> ProblemHParams:
-        """Modalities and vocabulary sizes of the features, swapped for `_rev`."""
-        hp = self.problem_hparams(data_dir)
-        return hp.reversed() if self._was_reversed else hp
+    def hparams(self, data_dir: Any = None, model_hparams: Any = None) -> ProblemHParams | None:
+        """Modalities and vocabulary sizes of the features, swapped for `_rev`.
+
+        Called Tensor2Tensor's way, `hparams(defaults, model_hparams)` (from an
+        override's super() call), it fills `defaults` with the same description and
+        returns None.
+        """
+        if isinstance(data_dir, t2t_style.ProblemHParamsBag) or model_hparams is not None:
+            t2t_style.fill_bag(data_dir, self.problem_hparams(getattr(data_dir, "data_dir", None)))
+            return None
+        return self.adjusted_hparams(self.problem_hparams(data_dir))
+
+    def get_hparams(self, model_hparams: Any = None) -> ProblemHParams:
+        """Tensor2Tensor's name: `hparams(model_hparams.data_dir)`."""
+        return self.hparams(getattr(model_hparams, "data_dir", None))
+
+    def get_feature_encoders(self, data_dir: str | None = None) -> dict[str, Any]:
+        """Tensor2Tensor's name for `feature_encoders`."""
+        return self.feature_encoders(data_dir)
+
+    @property
+    def has_inputs(self) -> bool:
+        """Whether the problem has an "inputs" feature (Tensor2Tensor's property)."""
+        fields, decoders = t2t_style.split_reading_spec(self.example_reading_spec(), self.name)
+        return "inputs" in (decoders if decoders is not None else fields)
+
+    def adjusted_hparams(self, hp: ProblemHParams) -> ProblemHParams:
+        """`hp` reversed for `_rev`, with the targets copied from the inputs for was_copy."""
+        return t2t_style.reverse_and_copy(hp, self._was_reversed, self._was_copy, self.name)
+
+    def t2t_problem_hparams(self, t2t_hparams: Callable[..., Any], data_dir: str | None) -> ProblemHParams:
+        """ProblemHParams from a T2T-signature `hparams(defaults, model_hparams)`."""
+        self.feature_encoders(data_dir)  # T2T built the encoders first
+        hp = t2t_style.hparams_from_t2t_override(
+            self, t2t_hparams, data_dir, batch_size_means_tokens=self.batch_size_means_tokens,
+            image_shape=getattr(self, "image_shape", None))
+        return self.adjusted_hparams(hp)
 
     def problem_hparams(self, data_dir: str | None) -> ProblemHParams:
         """The problem's own (unreversed) hparams. Subclasses override."""
@@ -461,9 +512,21 @@ class Problem:
         )
 
     def decode_examples(self, serialized: Any) -> dict[str, Any]:
-        """Parses a batch of serialized Examples into int32/float features (ragged)."""
-        parsed = tf.io.parse_example(serialized, self.example_reading_spec())
-        return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in parsed.items()}
+        """Parses a batch of serialized Examples into int32/float features (ragged).
+
+        With Tensor2Tensor's `(data_fields, data_items_to_decoders)` reading spec this
+        parses the data fields; `decode_example` then applies the item decoders.
+        """
+        fields, _ = t2t_style.split_reading_spec(self.example_reading_spec(), self.name)
+        return t2t_style.cast_int64(tf.io.parse_example(serialized, fields))
+
+    def decode_example(self, parsed: dict[str, Any]) -> dict[str, Any]:
+        """One parsed example's features: Tensor2Tensor's item decoders applied (a
+        decoded image, a reshaped tensor); unchanged for a dict reading spec."""
+        _, decoders = t2t_style.split_reading_spec(self.example_reading_spec(), self.name)
+        if decoders is None and isinstance(self.example_reading_spec(), dict):
+            return parsed
+        return t2t_style.cast_int64(t2t_style.apply_item_decoders(parsed, decoders))
 
     def dataset(
         self,
@@ -511,9 +574,15 @@ class Problem:
         examples = records.batch(parse_batch_size).map(
             self.decode_examples, num_parallel_calls=autotune, deterministic=deterministic
         ).unbatch()
+        if not isinstance(self.example_reading_spec(), dict):  # T2T's tuple: item decoders
+            examples = examples.map(self.decode_example, num_parallel_calls=autotune,
+                                    deterministic=deterministic)
         if self._was_reversed:
             examples = examples.map(_swap_inputs_targets)
-        return examples.map(
+        if self._was_copy:
+            examples = examples.map(lambda ex: {**ex, "targets": ex["inputs"]})
+        return t2t_style.flat_preprocess(
+            examples,
             lambda ex: self.preprocess_example(ex, mode, hparams),
             num_parallel_calls=autotune,
             deterministic=deterministic,

@@ -23,11 +23,27 @@ from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")
 
-VOCAB_SUBWORD = "subword"
-VOCAB_CHARACTER = "character"
-VOCAB_BYTE = "byte"
-VOCAB_TOKEN = "token"
-VOCAB_TYPES = (VOCAB_SUBWORD, VOCAB_CHARACTER, VOCAB_BYTE, VOCAB_TOKEN)
+VOCAB_SUBWORD = "subword"  # SentencePiece
+VOCAB_CHARACTER = "character"  # the characters of the training text
+VOCAB_BYTE = "byte"  # UTF-8 bytes (ids = byte + 2)
+VOCAB_TOKEN = "token"  # a fixed list of whitespace-separated tokens (vocab_tokens())
+# Tensor2Tensor's vocabularies: its SubwordTextEncoder (vocab.NAME.SIZE.subwords) and a
+# token file the problem writes to data_dir (vocab.NAME.tokens).
+VOCAB_T2T_SUBWORDS = "subwords"
+VOCAB_T2T_TOKENS = "tokens"
+VOCAB_TYPES = (VOCAB_SUBWORD, VOCAB_CHARACTER, VOCAB_BYTE, VOCAB_TOKEN, VOCAB_T2T_SUBWORDS,
+               VOCAB_T2T_TOKENS)
+
+
+class VocabType:
+    """Tensor2Tensor's vocabulary types, with its meanings: SUBWORD is its
+    SubwordTextEncoder, CHARACTER its byte-level encoder (t2t's "byte"), TOKEN a
+    token file in data_dir. t2t's own "subword" (SentencePiece) and "character" (the
+    text's characters) are other strings, so the two never mix up."""
+
+    SUBWORD = VOCAB_T2T_SUBWORDS
+    CHARACTER = VOCAB_BYTE
+    TOKEN = VOCAB_T2T_TOKENS
 
 
 class TextProblem(problem.Problem):
@@ -72,11 +88,35 @@ class TextProblem(problem.Problem):
         """The sample keys holding text (the vocabulary is built from these)."""
         return ("inputs", "targets")
 
+    # Tensor2Tensor's knobs of its vocabularies (VocabType.SUBWORD and TOKEN).
+    max_subtoken_length: int | None = None
+    # Extra reserved tokens, after <pad> and <EOS> (SentencePiece: user-defined symbols,
+    # after its <unk>).
+    additional_reserved_tokens: tuple[str, ...] = ()
+    oov_token: str | None = None
+    # Tensor2Tensor's prefixes, prepended to every text2text input / target text.
+    inputs_prefix: str = ""
+    targets_prefix: str = ""
+
     @property
     def vocab_filename(self) -> str:
+        """The vocabulary's file name in data_dir (Tensor2Tensor's names for its types)."""
         if self.vocab_type == VOCAB_SUBWORD:
             return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.model"
+        if self.vocab_type == VOCAB_T2T_SUBWORDS:
+            return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.subwords"
         return f"vocab.{self.dataset_filename()}.{self.vocab_type}"
+
+    def _t2t_subwords_path(self, data_dir: str | None) -> str | None:
+        """A Tensor2Tensor-written `vocab.NAME.SIZE.subwords` in data_dir that stands in
+        for a missing SentencePiece model (a data dir T2T wrote), else None."""
+        if data_dir is None or self.vocab_type != VOCAB_SUBWORD:
+            return None
+        if os.path.exists(os.path.join(data_dir, self.vocab_filename)):
+            return None
+        path = os.path.join(
+            data_dir, f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.subwords")
+        return path if os.path.exists(path) else None
 
     def _datagen_hint(self, data_dir: str | None) -> str:
         return f"run `t2t-datagen --problem={self.name} --data_dir={data_dir}` first"
@@ -94,16 +134,16 @@ class TextProblem(problem.Problem):
                     if sample.get(field):
                         yield sample[field]
 
-    def get_or_create_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None = None) -> text_encoder.TextEncoder:
-        """Loads the vocabulary from data_dir, building and saving it first if absent."""
+    def get_or_create_vocab(self, data_dir: str, tmp_dir: str, force_get: bool = False, mirror: str | None = None) -> text_encoder.TextEncoder:
+        """Loads the vocabulary from data_dir, building and saving it first if absent
+        (`force_get`: only load, as in Tensor2Tensor)."""
         if self.vocab_type not in VOCAB_TYPES:
-            raise ValueError(f"{self.name}: unknown vocab_type {self.vocab_type!r}; use one of {VOCAB_TYPES}.")
+            raise ValueError(f"{self.name}: unknown vocab_type {self.vocab_type!r}; use one of "
+                             f"{VOCAB_TYPES} (or text_problems.VocabType.SUBWORD/CHARACTER/TOKEN).")
         path = os.path.join(data_dir, self.vocab_filename)
-        if self.vocab_type == VOCAB_BYTE:
-            return text_encoder.ByteTextEncoder()
-        if self.vocab_type == VOCAB_TOKEN:
-            return text_encoder.TokenTextEncoder(self.vocab_tokens())
-        if os.path.exists(path):
+        if self.vocab_type in (VOCAB_BYTE, VOCAB_TOKEN, VOCAB_T2T_TOKENS) or force_get:
+            return self._load_vocab(data_dir)
+        if os.path.exists(path) or self._t2t_subwords_path(data_dir):
             return self._load_vocab(data_dir)
         logging.info("Building the %s vocabulary of %s at %s", self.vocab_type, self.name, path)
         with self.using_mirror(mirror):  # the texts are read inside (a generator)
@@ -112,12 +152,20 @@ class TextProblem(problem.Problem):
                 encoder = text_encoder.CharacterTextEncoder.build_from_generator(texts)
                 encoder.save(path)
                 return encoder
+            if self.vocab_type == VOCAB_T2T_SUBWORDS:
+                encoder = text_encoder.SubwordTextEncoder.build_from_generator(
+                    texts, self.approx_vocab_size, max_subtoken_length=self.max_subtoken_length,
+                    reserved_tokens=[*text_encoder.RESERVED_TOKENS,
+                                     *self.additional_reserved_tokens])
+                encoder.store_to_file(path)
+                return encoder
             return text_encoder.SentencePieceEncoder.train(
                 texts,
                 path[: -len(".model")],
                 self.approx_vocab_size,
                 model_type=self.sentencepiece_model_type,
                 max_samples=self.max_samples_for_vocab * len(self.text_fields()),
+                user_defined_symbols=list(self.additional_reserved_tokens),
             )
 
     def _load_vocab(self, data_dir: str | None) -> text_encoder.TextEncoder:
@@ -133,10 +181,26 @@ class TextProblem(problem.Problem):
         hint = self._datagen_hint(data_dir)
         if self.vocab_type == VOCAB_CHARACTER:
             return text_encoder.CharacterTextEncoder.load(path, hint=hint)
+        if self.vocab_type == VOCAB_T2T_TOKENS:
+            return text_encoder.TokenTextEncoder(path, replace_oov=self.oov_token, hint=(
+                f"a VocabType.TOKEN problem reads its token list from {self.vocab_filename} "
+                f"in data_dir (one token per line, {text_encoder.RESERVED_TOKENS} first): "
+                f"write it there, or {hint}"))
+        t2t_subwords = self._t2t_subwords_path(data_dir)
+        if self.vocab_type == VOCAB_T2T_SUBWORDS or t2t_subwords:
+            path = t2t_subwords or path
+            if not os.path.exists(path):
+                raise problem.DataMissingError(
+                    f"{self.name}: no subword vocabulary {path!r}; {hint}.")
+            return text_encoder.SubwordTextEncoder(path)
         return text_encoder.SentencePieceEncoder.load(path, hint=hint)
 
     def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
         with self.using_mirror(mirror):
+            if self.vocab_type == VOCAB_T2T_TOKENS:
+                # T2T called generate_samples before loading a token vocabulary: a
+                # generate_samples that is a plain function may write the file first.
+                self._samples(data_dir, tmp_dir, problem.TRAIN_SPLIT)
             self._vocab(data_dir, tmp_dir)
 
     def _encode_text(self, encoder: text_encoder.TextEncoder, text: str) -> list[int]:
@@ -147,11 +211,12 @@ class Text2TextProblem(TextProblem):
     """Sequence to sequence text; inputs and targets share one vocabulary."""
 
     def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        samples = self._samples(data_dir, tmp_dir, dataset_split)  # T2T's order (see prepare)
         encoder = self._vocab(data_dir, tmp_dir)
-        for sample in self._samples(data_dir, tmp_dir, dataset_split):
+        for sample in samples:
             yield {
-                "inputs": self._encode_text(encoder, sample["inputs"]),
-                "targets": self._encode_text(encoder, sample["targets"]),
+                "inputs": self._encode_text(encoder, self.inputs_prefix + sample["inputs"]),
+                "targets": self._encode_text(encoder, self.targets_prefix + sample["targets"]),
             }
 
     def build_encoders(self, data_dir):
@@ -204,8 +269,12 @@ class Text2ClassProblem(TextProblem):
     sequence_features = ("inputs",)
 
     def class_labels(self, data_dir: str | None) -> list[str]:
-        """Human-readable class names, index = label id."""
-        raise NotImplementedError(f"{type(self).__name__} must define class_labels().")
+        """Human-readable class names, index = label id. Without an override, a class
+        that defines `num_classes` (Tensor2Tensor's way) gets "ID_0", "ID_1", ..."""
+        if type(self).num_classes is not Text2ClassProblem.num_classes:
+            return [f"ID_{i}" for i in range(self.num_classes)]
+        raise NotImplementedError(f"{type(self).__name__} must define class_labels() "
+                                  f"(or num_classes).")
 
     @property
     def num_classes(self) -> int:
@@ -241,3 +310,20 @@ class Text2ClassProblem(TextProblem):
                 "targets": self.num_classes,
             },
         )
+
+
+# Tensor2Tensor's other text bases (Text2textTmpdir, TextConcat2ClassProblem, ...) live
+# in text_problem_bases and are reached here under their T2T names.
+_T2T_BASES = ("Text2textTmpdir", "Text2textTmpdirTokens", "TextConcat2ClassProblem",
+              "QuestionAndContext2TextProblem", "ChoppedTextProblem", "Text2TextRemotedir",
+              "txt_line_iterator", "text2text_txt_iterator", "text2text_txt_tab_iterator",
+              "text2self_txt_iterator", "text2class_txt_iterator",
+              "text2text_distill_iterator", "text2text_generate_encoded")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _T2T_BASES:
+        from t2t.problems import text_problem_bases
+
+        return getattr(text_problem_bases, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

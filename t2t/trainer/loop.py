@@ -21,6 +21,7 @@ from absl import logging
 
 from t2t.config import InputConfig, TrainerConfig
 from t2t.decoding import image_samples, infer
+from t2t.features import Modality
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
 from t2t.trainer import (
@@ -91,6 +92,7 @@ class TrainingLoop:
         # Decode metrics (WER...) at each evaluation; the count is checked here, not later.
         self._decode_examples = eval_decoding.examples_to_decode(
             config.eval_decode_examples, list(task.problem.eval_metrics()))
+        task.eval_metric_names()  # an unknown metric name fails now, not after training
         self._eval_decoder: eval_decoding.EvalDecoder | None = None
         self._inference = model  # what decodes at evaluations (hooks.inference_model)
         if self.is_chief:
@@ -358,6 +360,8 @@ class TrainingLoop:
         (image targets: a few sampled images, t2t.trainer.image_summaries)."""
         if not self.config.decode_summaries:
             return
+        if self.task.problem_hparams.modality.get("targets") == Modality.REAL:
+            return  # nothing to decode: the evaluation's rmse says how close predictions are
         try:
             model = self._inference  # the model, or its one-device twin (refreshed above)
             if image_samples.is_image_target(self.task.problem_hparams):
@@ -378,7 +382,13 @@ class TrainingLoop:
             length = tf.constant(int(tf.shape(batch["targets"])[1]) + 10, tf.int32)
             outputs = self._summary_decoder(batch["inputs"], length).numpy()
             encoders = self.task.problem.feature_encoders(self.task.data_dir)
-            decode = lambda key, ids: summaries.decode_ids(encoders.get(key), ids)  # noqa: E731
+            image_inputs = self.task.problem_hparams.modality.get("inputs") == Modality.IMAGE
+
+            def decode(key, ids):  # images as their shape (an image encoder writes files)
+                if key == "inputs" and image_inputs:
+                    return f"<image {'x'.join(str(d) for d in ids.shape)}>"
+                return summaries.decode_ids(encoders.get(key), ids)
+
             lines = [
                 f"inputs: {decode('inputs', inputs)}  \n"
                 f"targets: {decode('targets', targets)}  \n"

@@ -40,6 +40,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from t2t import registry
+from t2t.layers import modalities
+from t2t.utils import metrics as metric_names
+
 Pair = tuple[tf.Tensor, tf.Tensor]
 WeightsFn = Callable[[tf.Tensor], tf.Tensor]
 
@@ -115,6 +119,30 @@ def neg_log_perplexity(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
     return -tf.reduce_sum(xent * weights), tf.reduce_sum(weights)
 
 
+def _regression_prepare(predictions: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor
+                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    predictions = tf.cast(tf.convert_to_tensor(predictions), tf.float32)
+    targets = tf.cast(tf.convert_to_tensor(targets), tf.float32)
+    if predictions.shape.rank != targets.shape.rank:  # [B, 1, 1, D] for [B, 1, D]: same values
+        predictions = modalities.match_target_shape(predictions, targets)
+    return predictions, targets, tf.cast(weights, tf.float32)
+
+
+def squared_error(predictions: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor) -> Pair:
+    """(sum of weighted (prediction - target)^2, sum of weights): "rmse" reports the
+    square root of the ratio. Tensor2Tensor's "rmse" averaged |error| instead (its
+    sqrt(e^2)); t2t's is the root mean square its name says, and "mean_absolute_error"
+    is T2T's figure."""
+    predictions, targets, weights = _regression_prepare(predictions, targets, weights)
+    return tf.reduce_sum(tf.square(predictions - targets) * weights), tf.reduce_sum(weights)
+
+
+def absolute_error(predictions: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor) -> Pair:
+    """(sum of weighted |prediction - target|, sum of weights)."""
+    predictions, targets, weights = _regression_prepare(predictions, targets, weights)
+    return tf.reduce_sum(tf.abs(predictions - targets) * weights), tf.reduce_sum(weights)
+
+
 def bits_per_byte(logits: tf.Tensor, targets: tf.Tensor, weights: tf.Tensor,
                   byte_lengths: Any) -> Pair:
     """(sum of weighted -log2 p(target), sum of weighted byte lengths of the targets).
@@ -137,6 +165,8 @@ METRICS: dict[str, Callable[[tf.Tensor, tf.Tensor, tf.Tensor], Pair]] = {
     "accuracy_top5": accuracy_top5,
     "accuracy_per_sequence": accuracy_per_sequence,
     "neg_log_perplexity": neg_log_perplexity,
+    "rmse": squared_error,
+    "mean_absolute_error": absolute_error,
 }
 PERPLEXITY = "perplexity"
 BITS_PER_BYTE = "bits_per_byte"
@@ -154,14 +184,18 @@ def _exp_neg(value: float) -> float:
 
 
 # Names whose reported value is a function of their ratio of sums.
-REPORTED_AS: dict[str, Callable[[float], float]] = {PERPLEXITY: _exp_neg}
+REPORTED_AS: dict[str, Callable[[float], float]] = {PERPLEXITY: _exp_neg, "rmse": math.sqrt}
 
 
 def _check_name(name: str) -> None:
     if name not in TRAINABLE_METRICS and name not in DECODE_METRICS:
+        t2t_names = list(metric_names.T2T_TO_T2T)  # Tensor2Tensor's spellings work too
+        near = registry.close_matches(name, [*TRAINABLE_METRICS, *DECODE_METRICS, *t2t_names])
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
         raise ValueError(
-            f"Unknown metric {name!r}. Choices: {', '.join(TRAINABLE_METRICS)}; computed by "
-            f"the decoder: {', '.join(DECODE_METRICS)}."
+            f"Unknown metric {name!r}.{hint} Choices: {', '.join(TRAINABLE_METRICS)}; "
+            f"computed by the decoder: {', '.join(DECODE_METRICS)}; Tensor2Tensor's names "
+            f"(metrics.Metrics) map to these."
         )
 
 

@@ -140,3 +140,15 @@ def test_accumulator_equals_metric_of_concatenated_batches():
     assert result["loss"] == 1.0 and math.isnan(result["empty"])
     accumulator.reset()
     assert accumulator.result() == {}
+
+
+def test_rmse_and_mean_absolute_error_of_real_targets():
+    predictions = tf.constant([[[[1.0]]], [[[3.0]]]])  # a body's [B, 1, 1, D] output
+    targets = tf.constant([[[2.0]], [[0.0]]])  # stored [B, 1, D]
+    result = metrics.compute_metrics(["rmse", "mean_absolute_error"], predictions, targets,
+                                     "real")
+    accumulator = metrics.MetricsAccumulator()
+    accumulator.add(result)
+    values = accumulator.result()
+    assert values["rmse"] == pytest.approx(((1.0 + 9.0) / 2) ** 0.5)
+    assert values["mean_absolute_error"] == pytest.approx(2.0)

@@ -149,3 +149,19 @@ def test_a_strategy_is_accepted_where_the_runtime_goes(data_dir, tmp_path):
                       create_hparams("transformer_test", SMALL), data_dir, str(tmp_path / "run"),
                       TrainerConfig(train_steps=1), tf.distribute.get_strategy())
     assert trainer.runtime.strategy is tf.distribute.get_strategy() and trainer.num_replicas == 1
+
+
+def test_an_unknown_eval_metric_fails_before_the_first_step(data_dir, tmp_path):
+    """A misspelt metric name stops the run at its start, not at the first evaluation."""
+    from t2t.problems import algorithmic
+
+    class MisspeltMetric(algorithmic.AlgorithmicReverseBinary40Test):
+        registered_name = PROBLEM  # reads the module's data
+
+        def eval_metrics(self):
+            return ["accuracy", "approx_bleu"]
+
+    with pytest.raises(ValueError, match="Unknown metric 'approx_bleu'.*approx_bleu_score"):
+        Trainer(MisspeltMetric(), "transformer", create_hparams("transformer_test", SMALL),
+                data_dir, str(tmp_path), TrainerConfig(train_steps=50, local_eval_frequency=50))
+    assert not glob.glob(str(tmp_path / "ckpt-*"))  # no step was taken

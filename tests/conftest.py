@@ -14,6 +14,10 @@ LONGEST_FIRST = (  # from `--durations=0` of a fresh-clone CI run (2026-11-27)
     "tests/regression/test_cases_converge.py",
     "tests/parallel/test_mesh_training.py",  # ~9 min of mesh runs (#47: dropout on, 2 layouts)
     "tests/trainer/test_distributed.py",
+    "tests/test_t2t_user_dir.py",  # #48: 4 T2T user problems x 3 binaries (~3 min)
+    "tests/problems/test_t2t_data_dir.py",
+    "tests/problems/test_text_problem_bases.py",
+    "tests/problems/test_image_utils.py",
     "tests/trainer/test_trainer.py",
     "tests/serving/test_export.py",
     "tests/bin/test_run_record.py",

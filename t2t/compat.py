@@ -75,7 +75,13 @@ ALIAS_PREFIXES = ("tensor2tensor", "t2t.data_generators", "t2t.utils.registry",
 
 
 class NotInT2TError(ImportError):
-    """A Tensor2Tensor module or name that t2t does not provide."""
+    """A Tensor2Tensor module that t2t does not provide."""
+
+
+class NameNotInT2TError(AttributeError):
+    """A name of a Tensor2Tensor module that t2t does not provide. An AttributeError,
+    so hasattr() and getattr(module, name, default) work; `from module import name`
+    then raises Python's ImportError, whose "(...)" names t2t's module and the README."""
 
 
 def _t2t_relative(fullname: str) -> str | None:
@@ -117,6 +123,10 @@ class _AliasModule(types.ModuleType):
         super().__init__(name)
         self.__dict__["_t2t_relative"] = relative
         self.__dict__["_t2t_targets"] = targets
+        # What Python's "cannot import name X from M (...)" shows for a missing name.
+        self.__dict__["__file__"] = (
+            f"t2t's stand-in for {', '.join(t.__name__ for t in targets)}; what each "
+            f"Tensor2Tensor module is in t2t: README.md, Coming from Tensor2Tensor")
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):
@@ -125,7 +135,7 @@ class _AliasModule(types.ModuleType):
             if hasattr(target, attr):
                 return getattr(target, attr)
         names = ", ".join(t.__name__ for t in self._t2t_targets)
-        raise NotInT2TError(
+        raise NameNotInT2TError(
             f"Tensor2Tensor's {self._t2t_relative}.{attr} is not in t2t (looked in "
             f"{names}). Instead: {_instead(self._t2t_relative + '.' + attr)}.")
 

@@ -101,12 +101,14 @@ def test_missing_module_says_what_to_use():
 def test_missing_name_says_so_in_both_import_styles():
     from tensor2tensor.layers import common_layers
 
-    with pytest.raises(ImportError, match=r"common_layers\.shape_list is not in t2t.*T2TModel"):
+    with pytest.raises(AttributeError, match=r"common_layers\.shape_list is not in t2t.*T2TModel"):
         common_layers.shape_list  # noqa: B018
-    with pytest.raises(ImportError, match=r"common_layers\.shape_list is not in t2t"):
+    with pytest.raises(ImportError, match=r"shape_list.*stand-in for t2t.layers.common.*"
+                                          r"Coming from Tensor2Tensor"):
         exec("from tensor2tensor.layers.common_layers import shape_list", {})
-    # Introspection of dunder names stays an AttributeError (hasattr works).
-    assert not hasattr(common_layers, "__wrapped__")
+    # An AttributeError: probing works.
+    assert not hasattr(common_layers, "shape_list") and not hasattr(common_layers, "__wrapped__")
+    assert getattr(common_layers, "shape_list", None) is None
 
 
 def test_an_installed_tensor2tensor_wins(tmp_path):

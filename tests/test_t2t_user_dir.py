@@ -54,7 +54,14 @@ def _write_sentences(tmp_dir: Path) -> None:
     (tmp_dir / "dev.txt").write_text("\n".join(dev) + "\n")
 
 
-@pytest.mark.parametrize("problem", sorted(CASES))
+# CI runs two (the T2T hparams set and algorithmic generator; the reading-spec tuple and
+# real targets); the text problems' T2T vocabularies are also trained, decoded and
+# exported in tests/problems/test_t2t_data_dir.py and test_text_problem_bases.py.
+_SLOW = ("t2t_usr_word_order_subwords", "t2t_usr_question_or_statement")
+
+
+@pytest.mark.parametrize("problem", [
+    pytest.param(name, marks=pytest.mark.slow) if name in _SLOW else name for name in sorted(CASES)])
 def test_datagen_train_decode(problem, tmp_path):
     model, hparams_set, overrides, steps, (metric, at_least, at_most) = CASES[problem]
     data_dir, tmp_dir, output_dir = tmp_path / "data", tmp_path / "tmp", tmp_path / "run"

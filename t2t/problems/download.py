@@ -11,6 +11,8 @@ Pure standard library; imports no TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import gzip
 import hashlib
@@ -23,6 +25,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
+from collections.abc import Iterator
 
 import gin
 from absl import logging
@@ -372,6 +375,21 @@ class DownloadConfig:
     timeout: float = 60.0  # seconds
 
 
+_ACTIVE_MIRROR: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "t2t_data_mirror", default=None)
+
+
+@contextlib.contextmanager
+def active_mirror(mirror: str | None) -> Iterator[None]:
+    """`fetch` calls without a mirror use `mirror` meanwhile (a problem's --data_mirror
+    reaches code that downloads through generator_utils.maybe_download)."""
+    token = _ACTIVE_MIRROR.set(mirror)
+    try:
+        yield
+    finally:
+        _ACTIVE_MIRROR.reset(token)
+
+
 def fetch(
     resource: Resource,
     directory: str,
@@ -406,7 +424,7 @@ def fetch(
         return final
 
     if mirror is None:
-        mirror = os.environ.get(MIRROR_ENV_VAR) or None
+        mirror = _ACTIVE_MIRROR.get() or os.environ.get(MIRROR_ENV_VAR) or None
     defaults = DownloadConfig()
     opts = _Options(
         defaults.retries if retries is None else retries,

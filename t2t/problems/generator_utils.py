@@ -516,3 +516,51 @@ def _budgeted_lines(path: str, budget: float) -> Iterable[str]:
                 yield line
             if taken >= budget:
                 return
+
+
+def generate_lines_for_vocab(tmp_dir: str, sources: Sequence[Any],
+                             file_byte_budget: float = 1e6) -> Iterable[str]:
+    """Tensor2Tensor's: the lines `get_or_generate_vocab` builds from (see there)."""
+    return _source_texts(tmp_dir, sources, file_byte_budget)
+
+
+def get_or_generate_tabbed_vocab(data_dir: str, tmp_dir: str, source_filename: str,
+                                 index: int, vocab_filename: str, vocab_size: int) -> Any:
+    """Tensor2Tensor's: a SubwordTextEncoder from column `index` of the tab-separated
+    file `tmp_dir/source_filename`."""
+    def texts() -> Iterable[str]:
+        with open(os.path.join(tmp_dir, source_filename), encoding="utf-8") as f:
+            for line in f:
+                columns = line.rstrip("\n").split("\t")
+                if len(columns) > index and columns[index].strip():
+                    yield columns[index].strip()
+
+    return get_or_generate_vocab_inner(data_dir, vocab_filename, vocab_size, texts())
+
+
+def get_or_generate_txt_vocab(data_dir: str, vocab_filename: str, vocab_size: int,
+                              filepatterns: str | Sequence[str]) -> Any:
+    """Tensor2Tensor's: a SubwordTextEncoder from the lines of the files matching
+    `filepatterns` (tf.io.gfile globs)."""
+    patterns = [filepatterns] if isinstance(filepatterns, str) else list(filepatterns)
+
+    def texts() -> Iterable[str]:
+        for pattern in patterns:
+            for path in sorted(tf.io.gfile.glob(pattern)):
+                with tf.io.gfile.GFile(path) as f:
+                    for line in f:
+                        if line.strip():
+                            yield line.strip()
+
+    return get_or_generate_vocab_inner(data_dir, vocab_filename, vocab_size, texts())
+
+
+def pack_dataset(dataset: Any, length: int, keys: Sequence[str] | None = None,
+                 use_custom_ops: bool = False) -> Any:
+    """Tensor2Tensor's `pack_dataset`: examples packed into rows of `length` tokens, with
+    `F_segmentation` and `F_position` per feature F (t2t.problems.input_pipeline.
+    pack_examples; `use_custom_ops` is accepted and unneeded)."""
+    del use_custom_ops
+    from t2t.problems import input_pipeline
+
+    return input_pipeline.pack_examples(dataset, length, tuple(keys or ("inputs", "targets")))

@@ -29,7 +29,7 @@ from t2t.features import (  # noqa: F401  (re-exported: problem.TRAIN, problem.M
     ProblemHParams,
     SpaceID,
 )
-from t2t.problems import generator_utils, t2t_style
+from t2t.problems import download, generator_utils, t2t_style
 from t2t.problems.t2t_style import preprocess_example_common  # noqa: F401  (T2T's name)
 from t2t.utils.lazy_import import lazy_module
 
@@ -273,7 +273,8 @@ class Problem:
         previous = self.__dict__.get("data_mirror")
         self.data_mirror = mirror
         try:
-            yield
+            with download.active_mirror(mirror):  # generator_utils.maybe_download's too
+                yield
         finally:
             if previous is None:
                 self.__dict__.pop("data_mirror", None)
@@ -399,8 +400,10 @@ class Problem:
         return self.hparams(getattr(model_hparams, "data_dir", None))
 
     def get_feature_encoders(self, data_dir: str | None = None) -> dict[str, Any]:
-        """Tensor2Tensor's name for `feature_encoders`."""
-        return self.feature_encoders(data_dir)
+        """Tensor2Tensor's: `feature_encoders`, kept in `self._encoders` (which T2T
+        problems read in their `hparams`)."""
+        self._encoders, self._encoders_dir = self.feature_encoders(data_dir), data_dir
+        return self._encoders
 
     @property
     def has_inputs(self) -> bool:
@@ -414,7 +417,7 @@ class Problem:
 
     def t2t_problem_hparams(self, t2t_hparams: Callable[..., Any], data_dir: str | None) -> ProblemHParams:
         """ProblemHParams from a T2T-signature `hparams(defaults, model_hparams)`."""
-        self.feature_encoders(data_dir)  # T2T built the encoders first
+        self.get_feature_encoders(data_dir)  # T2T built the encoders first (self._encoders)
         hp = t2t_style.hparams_from_t2t_override(
             self, t2t_hparams, data_dir, batch_size_means_tokens=self.batch_size_means_tokens,
             image_shape=getattr(self, "image_shape", None))
@@ -428,12 +431,14 @@ class Problem:
         """Names of the metrics the trainer computes on the dev split."""
         return ["accuracy", "accuracy_per_sequence", "neg_log_perplexity"]
 
-    def example_reading_spec(self) -> dict[str, Any]:
-        """Feature name -> tf.io feature spec used to parse the stored Examples."""
+    def example_reading_spec(self) -> Any:
+        """How the stored Examples are parsed: Tensor2Tensor's `(data_fields,
+        data_items_to_decoders)` (feature name -> tf.io spec, and None or item decoders),
+        so that a subclass extends it T2T's way; a plain dict of specs works too."""
         return {
             "inputs": tf.io.RaggedFeature(tf.int64),
             "targets": tf.io.RaggedFeature(tf.int64),
-        }
+        }, None
 
     def preprocess_example(self, example: dict[str, Any], mode: str, model_hparams: Any) -> dict[str, Any]:
         """Per-example transformation (e.g. image decoding, augmentation in TRAIN)."""
@@ -524,7 +529,7 @@ class Problem:
         """One parsed example's features: Tensor2Tensor's item decoders applied (a
         decoded image, a reshaped tensor); unchanged for a dict reading spec."""
         _, decoders = t2t_style.split_reading_spec(self.example_reading_spec(), self.name)
-        if decoders is None and isinstance(self.example_reading_spec(), dict):
+        if decoders is None:  # parsed in batches, each feature is dense after unbatch
             return parsed
         return t2t_style.cast_int64(t2t_style.apply_item_decoders(parsed, decoders))
 
@@ -542,6 +547,7 @@ class Problem:
         parse_batch_size: int = 256,
         num_parallel_reads: int | None = None,
         split: str | None = None,
+        **t2t_options: Any,
     ) -> tf.data.Dataset:
         """A dataset of feature dicts for `mode` ("train" | "eval" | "infer").
 
@@ -550,8 +556,13 @@ class Problem:
         Files are split across `num_shards` readers (one per input pipeline) when there
         are enough files, else records are. `split` reads another split than the
         mode's own (e.g. the train split without training-time augmentation).
+        Tensor2Tensor's keywords work too (`dataset_split`, `preprocess`, `max_records`,
+        `partition_id` / `num_partitions`; its thread and buffer sizes are tf.data's).
         """
-        split = split or self.split_for_mode(mode)
+        options = t2t_style.dataset_options(t2t_options, self.name)  # T2T's keywords
+        split = split or options.split or self.split_for_mode(mode)
+        if options.num_partitions > 1:
+            num_shards, shard_index = options.num_partitions, options.partition_id
         files = self.data_files(data_dir, split)
         if shuffle_files is None:
             shuffle_files = mode == TRAIN
@@ -574,16 +585,15 @@ class Problem:
         examples = records.batch(parse_batch_size).map(
             self.decode_examples, num_parallel_calls=autotune, deterministic=deterministic
         ).unbatch()
-        if not isinstance(self.example_reading_spec(), dict):  # T2T's tuple: item decoders
+        if t2t_style.split_reading_spec(self.example_reading_spec(), self.name)[1] is not None:
             examples = examples.map(self.decode_example, num_parallel_calls=autotune,
-                                    deterministic=deterministic)
+                                    deterministic=deterministic)  # T2T's item decoders
         if self._was_reversed:
             examples = examples.map(_swap_inputs_targets)
         if self._was_copy:
             examples = examples.map(lambda ex: {**ex, "targets": ex["inputs"]})
-        return t2t_style.flat_preprocess(
-            examples,
-            lambda ex: self.preprocess_example(ex, mode, hparams),
-            num_parallel_calls=autotune,
-            deterministic=deterministic,
-        )
+        if options.preprocess:
+            examples = t2t_style.flat_preprocess(
+                examples, lambda ex: self.preprocess_example(ex, mode, hparams),
+                num_parallel_calls=autotune, deterministic=deterministic)
+        return examples.take(options.max_records)

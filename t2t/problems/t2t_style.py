@@ -69,6 +69,16 @@ def default_problem_hparams(data_dir: str | None = None) -> ProblemHParamsBag:
     )
 
 
+def default_model_hparams(data_dir: str | None = None) -> Any:
+    """Tensor2Tensor's `problem.default_model_hparams()`: what a problem's `hparams`
+    override gets as `model_hparams` when no model's are at hand (t2t describes a
+    problem before and apart from the model)."""
+    from t2t.hparams.hparams import HParams
+
+    return HParams(max_input_seq_length=0, max_target_seq_length=0, prepend_mode="none",
+                   split_to_length=0, data_dir=data_dir)
+
+
 def fill_bag(bag: Any, hp: features.ProblemHParams) -> None:
     """Writes t2t's description of a problem into a T2T defaults bag (what T2T's base
     classes' `hparams(defaults, model_hparams)` did)."""
@@ -86,10 +96,12 @@ def from_bag(bag: Any, problem_name: str, *, batch_size_means_tokens: bool,
     """t2t's ProblemHParams from a T2T bag filled by a problem's `hparams(defaults, _)`."""
     modality = dict(getattr(bag, "modality", {}) or {})
     if not modality:
+        old_style = ("input_modality" in bag.__dict__ or "target_modality" in bag.__dict__)
         raise ValueError(
             f"{problem_name}: hparams(defaults, model_hparams) left defaults.modality "
-            f"empty; set e.g. defaults.modality = {{'inputs': modalities.ModalityType."
-            f"SYMBOL, 'targets': modalities.ModalityType.SYMBOL}} and defaults.vocab_size.")
+            f"empty{' (input_modality / target_modality are Tensor2Tensor < 1.11)' if old_style else ''}; "
+            f"set e.g. defaults.modality = {{'inputs': modalities.ModalityType.SYMBOL, "
+            f"'targets': modalities.ModalityType.SYMBOL}} and defaults.vocab_size.")
     vocab_size = dict(getattr(bag, "vocab_size", {}) or {})
     missing = [name for name in modality if name not in vocab_size]
     if missing:
@@ -127,7 +139,7 @@ def hparams_from_t2t_override(problem: Any, t2t_hparams: Callable[..., Any], dat
     """T2T's defaults, filled by a problem's `hparams(defaults, model_hparams)`, as
     t2t's ProblemHParams (not yet reversed or copied)."""
     bag = default_problem_hparams(data_dir)
-    if t2t_hparams(problem, bag, None) is not None:
+    if t2t_hparams(problem, bag, default_model_hparams(data_dir)) is not None:
         raise ValueError(f"{problem.name}: hparams(defaults, model_hparams) must fill "
                          f"`defaults` and return None (as in Tensor2Tensor).")
     return from_bag(bag, problem.name, batch_size_means_tokens=batch_size_means_tokens,
@@ -180,6 +192,44 @@ def canonical_eval_metrics(own: Callable[..., Any]) -> Callable[..., Any]:
 
     eval_metrics.canonical = True
     return eval_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetOptions:
+    """Tensor2Tensor's `Problem.dataset` keywords, as t2t reads them."""
+
+    split: str | None = None
+    preprocess: bool = True
+    max_records: int = -1
+    partition_id: int = 0
+    num_partitions: int = 1
+
+
+# T2T's dataset() keywords that tf.data sizes itself in t2t (AUTOTUNE), accepted and unused.
+_TUNED_BY_TF_DATA = ("num_threads", "output_buffer_size", "shuffle_buffer_size")
+
+
+def dataset_options(kwargs: dict[str, Any], problem_name: str) -> DatasetOptions:
+    """DatasetOptions from T2T's keywords to `Problem.dataset`; TypeError naming any
+    other keyword."""
+    kwargs = dict(kwargs)
+    for name in _TUNED_BY_TF_DATA:
+        kwargs.pop(name, None)
+    if kwargs.get("shard") is not None:
+        raise TypeError(f"{problem_name}.dataset(shard=...): read one shard's file with "
+                        f"tf.data.TFRecordDataset, or use num_shards / shard_index.")
+    kwargs.pop("shard", None)
+    split = kwargs.pop("dataset_split", None)
+    known = {f.name for f in dataclasses.fields(DatasetOptions)}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise TypeError(f"{problem_name}.dataset() got unexpected keyword(s) {unknown}; "
+                        f"t2t's: shuffle_files, hparams, num_shards, shard_index, seed, "
+                        f"deterministic, split (T2T's: dataset_split, preprocess, "
+                        f"max_records, partition_id, num_partitions).")
+    if split == "eval":
+        split = "dev"  # T2T's DatasetSplit.EVAL names the dev files
+    return DatasetOptions(split=split, **kwargs)
 
 
 # ------------------------------------------------------------ reading specs

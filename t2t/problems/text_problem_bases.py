@@ -300,7 +300,9 @@ class QuestionAndContext2TextProblem(_PrefixedText2Text):
             vocab_size={**hp.vocab_size, "context": size})
 
     def example_reading_spec(self):
-        return {**super().example_reading_spec(), "context": tf.io.RaggedFeature(tf.int64)}
+        data_fields, data_items_to_decoders = super().example_reading_spec()
+        data_fields["context"] = tf.io.RaggedFeature(tf.int64)
+        return data_fields, data_items_to_decoders
 
 
 # ------------------------------------------------------------ classification

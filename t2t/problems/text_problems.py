@@ -129,7 +129,7 @@ class TextProblem(problem.Problem):
         """A bounded stream of training text to build the vocabulary from."""
         with self.using_mirror(mirror):
             samples = self._samples(data_dir, tmp_dir, problem.TRAIN_SPLIT)
-            for sample in itertools.islice(samples, self.max_samples_for_vocab):
+            for sample in itertools.islice(samples, self.max_samples_for_vocab):  # None: all
                 for field in self.text_fields():
                     if sample.get(field):
                         yield sample[field]
@@ -164,7 +164,7 @@ class TextProblem(problem.Problem):
                 path[: -len(".model")],
                 self.approx_vocab_size,
                 model_type=self.sentencepiece_model_type,
-                max_samples=self.max_samples_for_vocab * len(self.text_fields()),
+                max_samples=(self.max_samples_for_vocab or 100_000) * len(self.text_fields()),
                 user_defined_symbols=list(self.additional_reserved_tokens),
             )
 
@@ -248,7 +248,7 @@ class Text2SelfProblem(TextProblem):
         return {"targets": self._load_vocab(data_dir)}
 
     def example_reading_spec(self):
-        return {"targets": tf.io.RaggedFeature(tf.int64)}
+        return {"targets": tf.io.RaggedFeature(tf.int64)}, None  # T2T's (fields, decoders)
 
     def eval_metrics(self):
         # perplexity = exp(-neg_log_perplexity); bits_per_byte from the encoder's

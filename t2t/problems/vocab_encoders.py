@@ -144,19 +144,25 @@ class TokenTextEncoder(TextEncoder):
     def __init__(
         self,
         vocab: PathLike | Sequence[str] | None = None,
-        *,
+        reverse: bool = False,
         vocab_list: Sequence[str] | None = None,
         replace_oov: str | None = None,
-        reverse: bool = False,
+        num_reserved_ids: int = NUM_RESERVED_TOKENS,
+        *,
         hint: str | None = None,
     ):
-        """`vocab`: a list of tokens, or a file path (as in T2T, `vocab_list=` also works).
+        """`vocab`: a list of tokens, or a file path (as in T2T, `vocab_list=` also works;
+        the positional order is T2T's: vocab_filename, reverse, vocab_list, replace_oov,
+        num_reserved_ids, which must be 2: <pad> and <EOS>).
 
         A file has one token per line, reserved tokens first (as `save` writes); a list
         gets the reserved tokens put in front. `replace_oov`: a token that stands in for
         unknown ones (appended to a list if missing); without it unknown tokens raise
         ValueError. `reverse`: token order is reversed in encode and decode.
         """
+        if num_reserved_ids != NUM_RESERVED_TOKENS:
+            raise ValueError(f"num_reserved_ids={num_reserved_ids}: t2t's vocabularies "
+                             f"reserve {NUM_RESERVED_TOKENS} ids ({RESERVED_TOKENS}).")
         super().__init__(NUM_RESERVED_TOKENS)
         if (vocab is None) == (vocab_list is None):
             raise ValueError("give exactly one of vocab and vocab_list")

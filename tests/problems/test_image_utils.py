@@ -380,6 +380,8 @@ class DigitGlyphsT2tStyle(image_utils.Image2ClassProblem):
   def preprocess_example(self, example, mode, unused_hparams):
     image = example["inputs"]
     image.set_shape([SIZE, SIZE, self.num_channels])
+    if mode == tf.estimator.ModeKeys.TRAIN:
+      image = tf.image.random_brightness(image, 0.0)  # T2T's augmentation idiom (no-op)
     example["inputs"] = image
     return example
 '''

@@ -34,7 +34,7 @@ def test_lm_is_decoder_only_with_lm_metrics():
     assert hp.modality == {"targets": "symbol"} and hp.vocab_size == {"targets": 5}
     assert prob.eval_metrics() == ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
     assert tuple(prob.sequence_features) == ("targets",)
-    assert set(prob.example_reading_spec()) == {"targets"}
+    assert set(prob.example_reading_spec()[0]) == {"targets"}
     assert [(s.name, s.shards) for s in prob.splits] == [("train", 2), ("dev", 1)]
     assert (prob.num_examples("train"), prob.num_examples("dev")) == (50_000, 2_000)
 

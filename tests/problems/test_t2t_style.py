@@ -270,3 +270,65 @@ def test_copy_suffix_and_t2ts_accessors():
     assert prob.get_hparams().vocab_size["targets"] == 4 and prob.has_inputs
     assert set(prob.get_feature_encoders()) == {"inputs", "targets"}
     assert _TupleSpec().has_inputs  # its item decoders name "inputs"
+
+
+def test_t2ts_txt_and_tabbed_vocab_helpers_and_dataset_keywords(tmp_path):
+    (tmp_path / "pairs.tsv").write_text("Return the item.\tla\nCreate a list.\tlb\n" * 10)
+    (tmp_path / "a.txt").write_text("Return the item.\nCreate a list.\n" * 10)
+    tabbed = generator_utils.get_or_generate_tabbed_vocab(
+        str(tmp_path / "d1"), str(tmp_path), "pairs.tsv", 0, "vocab.t.40.subwords", 40)
+    plain = generator_utils.get_or_generate_txt_vocab(
+        str(tmp_path / "d2"), "vocab.p.40.subwords", 40, str(tmp_path / "*.txt"))
+    assert tabbed.all_subtoken_strings == plain.all_subtoken_strings  # the same texts
+    assert "la" not in "".join(tabbed.all_subtoken_strings)  # column 0 only
+    prob = _Reverse()
+    generator_utils.generate_files([{"inputs": [3, 1], "targets": [4, 1]}] * 5,
+                                   prob.dev_filepaths(str(tmp_path), 1, False))
+    examples = list(prob.dataset("train", str(tmp_path), dataset_split="eval", max_records=3,
+                                 preprocess=False, num_threads=4).as_numpy_iterator())
+    assert len(examples) == 3
+    with pytest.raises(TypeError, match="unexpected keyword.*'no_such'"):
+        prob.dataset("train", str(tmp_path), no_such=1)
+
+
+def test_a_t2t_hparams_override_reads_self_encoders_and_model_hparams():
+    class ReadsEncoders(_Reverse):
+        def hparams(self, defaults, model_hparams):
+            size = self._encoders["inputs"].vocab_size
+            defaults.modality = {"inputs": "symbol", "targets": "symbol"}
+            defaults.vocab_size = {"inputs": size, "targets": size}
+            assert model_hparams.get("max_input_seq_length") == 0
+
+    assert ReadsEncoders().hparams(None).vocab_size == {"inputs": 4, "targets": 4}
+
+
+def test_data_mirror_reaches_maybe_download(tmp_path):
+    """--data_mirror (generate_data's mirror) serves T2T code that calls maybe_download."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "lines.txt").write_text("Return the item.\nCreate a list.\n")
+
+    class Downloads(text_problems.Text2SelfProblem):
+        registered_name = "zz_t2t_style_downloads"
+        vocab_type = text_problems.VocabType.CHARACTER
+
+        def generate_samples(self, data_dir, tmp_dir, dataset_split):
+            path = generator_utils.maybe_download(tmp_dir, "lines.txt",
+                                                  "http://127.0.0.1:9/lines.txt")
+            for line in open(path):
+                yield {"targets": line.strip()}
+
+    summary = Downloads().generate_data(str(tmp_path / "data"), str(tmp_path / "tmp"),
+                                        mirror=str(mirror), progress=False)
+    assert summary["train"].examples == 2
+
+
+def test_pack_dataset_is_t2ts_packing():
+    examples = tf.data.Dataset.from_generator(
+        lambda: iter([{"inputs": [5, 6, 1], "targets": [7, 1]}, {"inputs": [8, 1], "targets": [9, 1]}]),
+        output_signature={"inputs": tf.TensorSpec([None], tf.int64),
+                          "targets": tf.TensorSpec([None], tf.int64)})
+    row = next(generator_utils.pack_dataset(examples, 8).as_numpy_iterator())
+    assert row["inputs"].tolist() == [5, 6, 1, 8, 1, 0, 0, 0]
+    assert row["inputs_segmentation"].tolist() == [1, 1, 1, 2, 2, 0, 0, 0]
+    assert row["targets_position"].tolist()[:4] == [0, 1, 0, 1]

@@ -54,10 +54,13 @@ def _write_sentences(tmp_dir: Path) -> None:
     (tmp_dir / "dev.txt").write_text("\n".join(dev) + "\n")
 
 
-# CI runs two (the T2T hparams set and algorithmic generator; the reading-spec tuple and
-# real targets); the text problems' T2T vocabularies are also trained, decoded and
-# exported in tests/problems/test_t2t_data_dir.py and test_text_problem_bases.py.
-_SLOW = ("t2t_usr_word_order_subwords", "t2t_usr_question_or_statement")
+# CI runs the time series (reading-spec tuple, real targets, an hparams set built on
+# basic_fc_small); the others are in the slow set: the 3-argument algorithmic generator
+# and sets built on transformer_base() have unit tests (tests/problems/test_t2t_style.py,
+# tests/test_compat.py), T2T vocabularies are trained and decoded in
+# tests/problems/test_t2t_data_dir.py and test_text_problem_bases.py.
+_SLOW = ("t2t_usr_word_order_subwords", "t2t_usr_question_or_statement",
+         "t2t_usr_running_sum_decimal")
 
 
 @pytest.mark.parametrize("problem", [

@@ -92,7 +92,10 @@ def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
         previous = steps
 
 
-@pytest.mark.parametrize("where", [MESH_2X2, MESH_1X4], ids=["2x2", "1x4"])
+# CI runs the batch-split 2x2 layout (where #47's dropout failed); the model-only 1x4
+# layout is in the slow set.
+@pytest.mark.parametrize("where", [MESH_2X2, pytest.param(MESH_1X4, marks=pytest.mark.slow)],
+                         ids=["2x2", "1x4"])
 def test_a_mesh_across_two_processes_trains_as_one(where, data_dir, tmp_path):
     """t2t-launch --num_workers=2, each process 2 logical CPUs, one mesh, dropout on: both
     processes see the losses of the same mesh in one process (the same masks), and the

@@ -112,6 +112,8 @@ def test_decodes_with_the_t2t_vocabulary(trained):
         assert encoder.decode(encoder.encode(line)) == line
 
 
+@pytest.mark.slow  # ~50 s; CI checks the in-graph subword tokenizer's SavedModel round
+# trip and its equality with the Python encoder in tests/serving/test_tokenizers.py.
 def test_exports_with_the_subword_tokenizer_in_graph(trained):
     root, common, _, _ = trained
     out = _run("t2t-exporter", *common, f"--output_dir={root / 'run'}",

@@ -73,6 +73,7 @@ def test_twenty_steps_on_a_2x2_mesh_equal_one_device(data_dir, tmp_path):
     assert out["variables"] > 60  # every weight and optimizer variable compared
 
 
+@pytest.mark.slow  # ~280 s on 2 cores: CI keeps the 2x2 runs (one and two processes)
 def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
     """One run, dropout on, resumed on 2x2 mesh -> one device -> 2x2 mesh -> 4-way
     MirroredStrategy -> a 1x4 model-only mesh: each trains and restores the step and

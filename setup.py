@@ -47,6 +47,7 @@ setup(
             "t2t-exporter=t2t.bin.t2t_exporter:run",
             "t2t-bleu=t2t.bin.t2t_bleu:run",
             "t2t-avg-all=t2t.bin.t2t_avg_all:run",
+            "t2t-translate-all=t2t.bin.t2t_translate_all:run",
             "t2t-tuner=t2t.bin.t2t_tuner:run",
             "t2t-serve=t2t.bin.t2t_serve:run",
             "t2t-launch=t2t.bin.t2t_launch:run",

@@ -3,6 +3,7 @@
   python -m regression.workflows multiproblem     [--output DIR] [--quick]
   python -m regression.workflows distillation     [--output DIR] [--quick]
   python -m regression.workflows backtranslation  [--output DIR] [--quick]
+  python -m regression.workflows translation_loop [--output DIR] [--quick]
 
 multiproblem: one transformer_tiny on reverse+identity against each task alone, the same
   steps; for each task, the first evaluated step at which per-token dev accuracy reaches
@@ -13,6 +14,14 @@ distillation: a teacher (transformer_tiny), then a student of a quarter of its w
 backtranslation: a reverse model (P_rev) translates monolingual target text (the targets
   of another data set of the same task) into synthetic sources; a forward model trains
   on P alone and on backtranslated:P, the same steps; sacrebleu BLEU and chrF on P's dev.
+
+translation_loop: English -> Vietnamese on the machine's own gettext catalogs
+  (translate_envi_gettext8k, translate_envi_iwslt32k's shape, offline): transformer_tiny
+  early-stopped on dev BLEU (--eval_early_stopping_metric=bleu) keeping the best
+  checkpoint by dev BLEU; the test split decoded (beam 4) by the last checkpoint, the best
+  one (--checkpoint_path=best) and the ensemble of the last 3 (--ensemble_last=3), with
+  sacrebleu BLEU and chrF; t2t-translate-all + t2t-bleu --translations_dir give the test
+  BLEU of every kept checkpoint (the curve, also in TensorBoard).
 
 Each prints its table and writes OUTPUT/NAME/report.json (with the machine, every
 command, each run's evaluations) and OUTPUT/NAME/log.txt. The numbers are what happened:
@@ -34,7 +43,7 @@ from typing import Any, TextIO
 from regression.report import format_table, machine_info
 from regression.runner import read_eval_results, stream_command, tool_command
 
-WORKFLOWS = ("multiproblem", "distillation", "backtranslation")
+WORKFLOWS = ("multiproblem", "distillation", "backtranslation", "translation_loop")
 REVERSE = "algorithmic_reverse_binary40_test"
 IDENTITY = "algorithmic_identity_binary40_test"
 # Monolingual target text for back-translation: targets of the same task drawn apart.
@@ -55,10 +64,15 @@ class Settings:
     steps: int = 1500
     eval_every: int = 250
     monolingual_lines: int = 3000
+    # translation_loop: the most steps, and the plateau (steps) that stops it early.
+    translation_steps: int = 5000
+    translation_eval_every: int = 250
+    early_stopping_steps: int = 1000
 
     @classmethod
     def quick(cls) -> Settings:
-        return cls(steps=150, eval_every=50, monolingual_lines=100)
+        return cls(steps=150, eval_every=50, monolingual_lines=100, translation_steps=300,
+                   translation_eval_every=100, early_stopping_steps=100)
 
 
 class Workflow:
@@ -203,8 +217,70 @@ def backtranslation(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
     return ["run", "dev accuracy", "dev BLEU", "dev chrF"], rows
 
 
+GETTEXT = "translate_envi_gettext8k"
+BEAM = "beam_size=4,alpha=0.6"
+
+
+def bleu_curve(event_dir: str) -> dict[int, dict[str, float]]:
+    """{step: {tag: value}} of the scalars t2t-bleu --translations_dir wrote."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    events = event_accumulator.EventAccumulator(event_dir)
+    events.Reload()
+    curve: dict[int, dict[str, float]] = {}
+    for tag in events.Tags()["scalars"]:
+        for event in events.Scalars(tag):
+            curve.setdefault(int(event.step), {})[tag] = float(event.value)
+    return curve
+
+
+def translation_loop(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
+    settings, run = flow.settings, flow.path("envi")
+    every = settings.translation_eval_every
+    flow.run("t2t-trainer", "--generate_data", f"--problem={GETTEXT}", "--model=transformer",
+             f"--hparams_set={TINY}", "--hparams=batch_size=2048,learning_rate_warmup_steps=1000",
+             f"--train_steps={settings.translation_steps}", f"--local_eval_frequency={every}",
+             f"--save_checkpoints_steps={every}", "--keep_checkpoint_max=6",
+             "--eval_steps=0", "--eval_decode_examples=400",
+             "--eval_early_stopping_metric=bleu",
+             f"--eval_early_stopping_steps={settings.early_stopping_steps}",
+             "--eval_early_stopping_metric_delta=0.2", "--best_metric=bleu",
+             "--deterministic", "--random_seed=1", f"--data_dir={flow.data_dir}",
+             f"--tmp_dir={flow.tmp_dir}", f"--output_dir={run}")
+    flow.runs["envi"] = read_eval_results(run)
+    with open(os.path.join(run, "run.json"), encoding="utf-8") as f:
+        best = json.load(f)["best_checkpoints"]["checkpoints"][0]
+    last = flow.runs["envi"][-1]["step"]
+    source, reference = flow.dump_text(GETTEXT, "test", os.path.join(flow.tmp_dir, "test"))
+    rows = []
+    for name, checkpoints, choice in (
+            ("last checkpoint", f"{last}", []),
+            ("best by dev BLEU", f"{best['step']}", ["--checkpoint_path=best"]),
+            ("ensemble of the last 3", "last 3", ["--ensemble_last=3"])):
+        target = flow.path(f"test.{name.split()[0]}.vi")
+        flow.run("t2t-decoder", f"--output_dir={run}", f"--data_dir={flow.data_dir}",
+                 f"--decode_hparams={BEAM}", f"--decode_from_file={source}",
+                 f"--decode_to_file={target}", f"--decode_reference={reference}", *choice)
+        with open(target + ".scores.json", encoding="utf-8") as f:
+            scores = json.load(f)
+        rows.append([f"{name} (beam 4)", checkpoints, scores["bleu"], scores["chrf"]])
+    translations = flow.path("translations")
+    flow.run("t2t-translate-all", f"--model_dir={run}", f"--source={source}",
+             f"--translations_dir={translations}", "--decode_hparams=beam_size=1",
+             f"--data_dir={flow.data_dir}")
+    flow.run("t2t-bleu", f"--translations_dir={translations}", f"--reference={reference}")
+    for step, values in sorted(bleu_curve(os.path.join(translations, "events")).items()):
+        rows.append(["t2t-translate-all (greedy)", f"{step}", values.get("BLEU_cased"),
+                     values.get("chrF")])
+    stopped = (f"stopped at {last} of {settings.translation_steps}"
+               if last < settings.translation_steps else
+               f"no plateau: all {settings.translation_steps} steps")
+    rows.append(["early stopping (dev BLEU)", stopped, None, None])
+    return ["test decode", "checkpoint(s)", "test BLEU", "test chrF"], rows
+
+
 _RUNNERS = {"multiproblem": multiproblem, "distillation": distillation,
-            "backtranslation": backtranslation}
+            "backtranslation": backtranslation, "translation_loop": translation_loop}
 
 
 def run_workflow(name: str, output: str, settings: Settings) -> dict[str, Any]:

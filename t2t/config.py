@@ -112,9 +112,9 @@ class TrainerConfig:
                                     "at each evaluation.", flag=False)
     eval_decode_examples: int = setting(-1, "Eval-split examples decoded greedily at each "
                                         "evaluation to report the problem's decode metrics "
-                                        "(WER and CER of speech, BLEU and chrF of "
-                                        "translation) beside accuracy and loss. -1: 200 for "
-                                        "problems with WER/CER, else none; 0: none.")
+                                        "(BLEU/chrF, ROUGE-1/2/L, WER/CER) beside accuracy "
+                                        "and loss. -1: 200 for problems with WER/CER, 100 "
+                                        "for BLEU/ROUGE, none for the others; 0: none.")
     checkpoint_iterator: bool = setting(True, "Save the input position with the checkpoints "
                                         "(exact resume, one device).", flag=False)
     profile_steps: str = setting("", "Capture a TensorFlow profiler trace of steps START,END "
@@ -124,6 +124,27 @@ class TrainerConfig:
     overfit_batches: int = setting(0, "Debugging: train on the first N batches only, repeated, "
                                    "and report whether the training loss goes near zero (the "
                                    "first check when a model does not learn). 0: off.")
+    eval_early_stopping_steps: int = setting(
+        0, "Stop training when --eval_early_stopping_metric has not improved by "
+        "--eval_early_stopping_metric_delta within this many steps (Tensor2Tensor's rule; "
+        "checked at each evaluation; 0: never).")
+    eval_early_stopping_metric: str = setting(
+        "loss", "The evaluation metric early stopping watches: a key of eval_results.jsonl "
+        "(loss, accuracy, bleu, rouge_l, wer, ...; T2T's tags such as "
+        "metrics-PROBLEM/targets/approx_bleu_score work too).")
+    eval_early_stopping_metric_delta: float = setting(
+        0.1, "The smallest change of the metric that counts as an improvement.")
+    eval_early_stopping_metric_minimize: bool | None = setting(
+        None, "Whether the metric improves downwards; default: known for t2t's metrics "
+        "(loss, wer: down; accuracy, bleu: up), else true (T2T's default).")
+    keep_best: int = setting(
+        1, "Keep the N best checkpoints by --best_metric apart from the rolling ones, in "
+        "OUTPUT_DIR/best (hard links: no extra disk until the originals roll off); "
+        "recorded in run.json; t2t-decoder/t2t-exporter --checkpoint_path=best read the "
+        "best. 0: none.")
+    best_metric: str = setting(
+        "", "The evaluation metric that ranks checkpoints for --keep_best (default: "
+        "--eval_early_stopping_metric); its direction as for early stopping.")
     layer_summaries: bool = setting(True, "TensorBoard: parameter and gradient norms per "
                                     "top-level layer and the update/parameter ratio at each "
                                     "logging step (one copy of the weights on those steps).",
@@ -271,11 +292,67 @@ class DecodeHParams:
                                     "(DECODE_TO_FILE.attention.html, or OUTPUT_DIR/"
                                     "decode_SPLIT.attention.html with --eval_steps).",
                                     flag=False)
+    partial_targets: bool = setting(False, "Seq2seq: each input line is 'INPUT<TAB>TARGET "
+                                    "PREFIX'; the output starts with the prefix's tokens "
+                                    "(forced) and continues them, written without the prefix "
+                                    "as in T2T (with it: return_prompt). A language model "
+                                    "always continues its line (T2T's target prefix).",
+                                    flag=False)
+    shards: int = setting(1, "Split --decode_from_file (or the dev set) over this many runs "
+                          "(T2T): see shard_id. Outputs get the suffix %03d of shard_id.",
+                          flag=False)
+    shard_id: int = setting(0, "The part this run decodes (0 .. shards-1): T2T's split file "
+                            "DECODE_FROM_FILE%03d if present, else the shard_id-th of shards "
+                            "contiguous parts of the file's records (outputs concatenated "
+                            "in shard order give the file's order); dev-set examples i with "
+                            "i % shards == shard_id.", flag=False)
+    num_decodes: int = setting(1, "Decode the inputs this many times, pass after pass (T2T); "
+                               "pass k draws sample numbers k*num_samples and on: a seeded "
+                               "run differs from pass to pass but repeats.", flag=False)
+    delimiter: str = setting("\\n", "What separates the inputs of --decode_from_file and "
+                             "--decode_reference (T2T); escapes \\n, \\t, \\r, \\\\ and \\xHH "
+                             "(\\x2c: a comma). Decodes are written one per line.", flag=False)
+    force_decode_length: bool = setting(False, "Every output has exactly the decode length's "
+                                        "tokens (max_new_tokens, else its own input's length "
+                                        "+ extra_length): EOS cannot end it earlier.",
+                                        flag=False)
+    given_keys: tuple[str, ...] = dataclasses.field(default=(), compare=False, metadata={
+        "help": "The keys parse() found in the --decode_hparams text. These, and every key "
+                "whose value differs from its default, win over the model hparams' "
+                "sampling_method, sampling_temp and sampling_keep_top_k.", "flag": False})
+
+    def is_given(self, name: str) -> bool:
+        """Whether `name` was set: named in --decode_hparams (given_keys), or not at its
+        default (e.g. set by dataclasses.replace or gin)."""
+        return name in self.given_keys or getattr(self, name) != getattr(DecodeHParams(), name)
+
+    @property
+    def record_delimiter(self) -> str:
+        """`delimiter` with its escapes (\\n, \\t, \\r, \\\\, \\xHH) replaced; ValueError
+        naming a bad escape."""
+        import re
+
+        text, out, i = self.delimiter, [], 0
+        simple = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
+        while i < len(text):
+            if text[i] != "\\":
+                out.append(text[i])
+                i += 1
+            elif text[i + 1:i + 2] in simple and text[i + 1:i + 2]:
+                out.append(simple[text[i + 1]])
+                i += 2
+            elif text[i + 1:i + 2] == "x" and re.fullmatch("[0-9a-fA-F]{2}", text[i + 2:i + 4]):
+                out.append(chr(int(text[i + 2:i + 4], 16)))
+                i += 4
+            else:
+                raise ValueError(f"delimiter={self.delimiter}: unknown escape "
+                                 f"{text[i:i + 2]} (use \\n, \\t, \\r, \\\\ or \\xHH)")
+        return "".join(out)
 
     @classmethod
     def parse(cls, text: str | None) -> DecodeHParams:
         """The defaults overridden by "name=value,..." (values type-checked)."""
-        defaults = dataclasses.asdict(cls())
+        defaults = cls()._settings()
         hp = HParams(**defaults)
         for part in (text or "").split(","):
             name = part.split("=", 1)[0].strip()
@@ -292,7 +369,8 @@ class DecodeHParams:
         given = {part.split("=", 1)[0].strip() for part in (text or "").split(",")}
         if "beam_size" not in given and (hp.temperature > 0 or hp.num_samples > 1):
             hp.beam_size = 1  # sampling asked for: the default beam search does not apply
-        result = cls(**hp.values())
+        given.discard("")
+        result = cls(**hp.values(), given_keys=tuple(sorted(given & set(defaults))))
         result.validate()
         return result
 
@@ -315,13 +393,27 @@ class DecodeHParams:
              f"num_samples={self.num_samples} draws samples, which needs beam_size=1 (and "
              f"temperature > 0: greedy samples are all the same)"),
             (self.seed < -1, f"seed={self.seed} (need >= 0, or -1 for a random one)"),
+            (self.shards < 1, f"shards={self.shards} (need >= 1)"),
+            (self.shards >= 1 and not 0 <= self.shard_id < self.shards,
+             f"shard_id={self.shard_id} (need 0 <= shard_id < shards={self.shards}: the "
+             f"shards are numbered from 0)"),
+            (self.num_decodes < 1, f"num_decodes={self.num_decodes} (need >= 1)"),
         ]
+        try:
+            if not self.record_delimiter:
+                checks.append((True, "delimiter='' (need a separator, e.g. \\n or ;)"))
+        except ValueError as e:
+            checks.append((True, str(e)))
         problems = [message for failed, message in checks if failed]
         if problems:
             raise DecodeHParamsError(f"Bad decode hparams: {'; '.join(problems)}.")
 
+    def _settings(self) -> dict[str, Any]:
+        """Every decode hparam and its value (given_keys is not one)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "given_keys"}
+
     def to_string(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in dataclasses.asdict(self).items())
+        return ",".join(f"{k}={v}" for k, v in self._settings().items())
 
     @classmethod
     def help_string(cls) -> str:

@@ -21,7 +21,11 @@ config_flags.define(config.TaskConfig, help={
     "output_dir": "The training run (default: ~/t2t_train/PROBLEM/MODEL-HPARAMS_SET).",
 })
 flags.DEFINE_string("checkpoint_path", None, "Checkpoint prefix (DIR/ckpt-1000) or directory "
-                    "(its latest); default: the latest in --output_dir.")
+                    "(its latest), or 'best': the run's best checkpoint by its eval metric "
+                    "(t2t-trainer --keep_best, --best_metric); A:B:C decodes with an "
+                    "ensemble of them (--ensemble_combine); default: the latest in "
+                    "--output_dir.")
+flags.DEFINE_alias("checkpoint", "checkpoint_path")
 flags.DEFINE_string("decode_hparams", "", "Decoding settings (DecodeHParams of t2t.config), "
                     f"e.g. 'beam_size=4,alpha=0.6'; all, with their defaults: "
                     f"'{config.DecodeHParams.help_string()}'.")

@@ -11,11 +11,12 @@ than N checkpoints: those that exist are averaged (with a warning).
 
 from __future__ import annotations
 
+import os
 import sys
 
 from absl import flags
 
-from t2t.bin import common_flags, flag_help
+from t2t.bin import common_flags, flag_help, output_paths
 
 FLAGS = flags.FLAGS
 
@@ -30,12 +31,11 @@ def main(argv: list[str]) -> None:
         common_flags.fail(f"unexpected arguments {argv[1:]}; flags look like --model_dir=DIR.")
     if not FLAGS.model_dir:
         common_flags.fail("--model_dir required: the output_dir of a training run.")
+    output_dir = os.path.expanduser(FLAGS.output_dir or os.path.join(FLAGS.model_dir, "avg"))
+    output_paths.check_dir("output_dir", output_dir)  # before TensorFlow starts
     common_flags.import_tensorflow()
-    import os
-
     from t2t.serving import average
 
-    output_dir = FLAGS.output_dir or os.path.join(FLAGS.model_dir, "avg")
     common_flags.print_locations(None, output_dir)
     try:
         paths = average.last_checkpoints(FLAGS.model_dir, FLAGS.n)

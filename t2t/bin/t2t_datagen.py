@@ -16,7 +16,7 @@ import time
 from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, flag_help
+from t2t.bin import common_flags, config_flags, flag_help, output_paths
 
 FLAGS = flags.FLAGS
 
@@ -113,7 +113,21 @@ def dump_text(problem_name: str, data_dir: str, prefix: str) -> None:
           f"{', '.join(paths.values())}")
 
 
+def _check_output_paths(data_dir: str | None, tmp_dir: str | None) -> None:
+    """What this run writes, checked before any work (t2t.bin.output_paths: one line,
+    exit 1): --dump_text's PREFIX.inputs/.targets (their folder is made), else with
+    generation the data and tmp folders; --inspect writes nothing. None: not checked."""
+    if FLAGS.dump_text:
+        for suffix in (".inputs", ".targets"):
+            output_paths.check_file("dump_text", FLAGS.dump_text, suffix, make_parents=True)
+    elif not FLAGS.inspect:
+        output_paths.check_dir("data_dir", data_dir)
+        output_paths.check_dir("tmp_dir", tmp_dir)
+
+
 def main(argv: list[str]) -> None:
+    if not FLAGS.registry_help:  # the flags given, before TensorFlow starts
+        _check_output_paths(FLAGS.data_dir, FLAGS.tmp_dir)
     if not common_flags.start(argv):
         return
     if not FLAGS.problem:
@@ -126,6 +140,7 @@ def main(argv: list[str]) -> None:
     data = config_flags.build(config.DataConfig, only=("tmp_dir", "num_shards", "max_cases",
                                                        "progress", "data_mirror"))
     data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
+    _check_output_paths(data_dir, data.tmp_dir or os.path.join(data_dir, "tmp"))  # + gin's
     names = [n.strip() for n in task.problem.split(",") if n.strip()]
     if FLAGS.dump_text and len(names) > 1:
         common_flags.fail(f"--dump_text writes one problem's text; --problem={task.problem!r} "

@@ -18,6 +18,10 @@ the serving process (`import tensorflow_text`); their exports also write an ids-
 SavedModel (stock ops, vocabulary in assets/) to EXPORT_DIR_ids_only/<same version>/;
 --ids_only writes only that kind, in EXPORT_DIR.
 
+An ensemble (--checkpoint_path=A:B: checkpoints or run folders of the same problem and
+vocabulary; --ensemble_last=N: the run's last N checkpoints) exports as one SavedModel
+whose signatures decode with the ensemble (t2t.decoding.ensemble; --ensemble_combine).
+
 --format=keras writes a .keras file and a TFSMLayer SavedModel (OUTPUT_DIR/export_keras),
 --format=tflite a LiteRT model (OUTPUT_DIR/export_tflite); see --helpfull.
 """
@@ -31,10 +35,11 @@ import sys
 from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, flag_help, run_flags
+from t2t.bin import common_flags, config_flags, ensemble_flags, flag_help, output_paths, run_flags
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(run_flags)  # --help lists the run and decode flags too
+flags.adopt_module_key_flags(ensemble_flags)
 
 config_flags.define(config.ExportConfig)
 
@@ -90,6 +95,8 @@ def _export_format(export_config: config.ExportConfig, problem, model_name: str,
 
 
 def main(argv: list[str]) -> None:
+    if not FLAGS.registry_help:  # the flag given, before TensorFlow starts
+        output_paths.check_given(dirs=("export_dir",))
     if not common_flags.start(argv):
         return
     from t2t import registry
@@ -110,12 +117,14 @@ def main(argv: list[str]) -> None:
         dhp = config.DecodeHParams.parse(FLAGS.decode_hparams)
         problem = multi_problem.select_task(registry.problem(problem_name), FLAGS.decode_task)
         registry.model(model_name)
-        checkpoint = decoder_lib.resolve_checkpoint(FLAGS.checkpoint_path or output_dir)
+        checkpoint, members = ensemble_flags.resolve_checkpoints(output_dir)
         export_config = config_flags.build(config.ExportConfig)
+        ensemble_flags.check_export_format(export_config.format, members)
         default_dir = ("export" if export_config.format == "saved_model"
                        else f"export_{export_config.format}")
         export_dir = os.path.expanduser(export_config.export_dir
                                         or os.path.join(output_dir, default_dir))
+        output_paths.check_dir("export_dir", export_dir)  # given, gin's or the default
         common_flags.print_locations(data_dir, output_dir)
         if export_config.format != "saved_model":
             _export_format(export_config, problem, model_name, hparams, data_dir, checkpoint,
@@ -123,11 +132,13 @@ def main(argv: list[str]) -> None:
             return
         print(f"Exporting {model_name} on {problem_name} from {checkpoint} "
               f"({dhp.to_string()}) to {export_dir}", flush=True)
+        ensemble = (ensemble_flags.load_models(problem, members, model_name, hparams, data_dir)
+                    if len(members) > 1 else None)  # one model: export loads it
         version_dir = export_lib.export(
             problem, model_name, hparams, data_dir, checkpoint, export_dir, dhp,
             parity_check=not export_config.skip_parity_check,
             text_signature=not export_config.ids_only,
-            parity_examples=export_config.parity_examples,
+            parity_examples=export_config.parity_examples, model=ensemble,
         )
         print(f"Exported: {version_dir}")
         _print_signatures(version_dir)

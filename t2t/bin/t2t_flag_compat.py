@@ -33,7 +33,8 @@ from t2t.bin import config_flags
 FLAGS = flags.FLAGS
 
 BINARIES = ("t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-exporter", "t2t-tuner",
-            "t2t-bleu", "t2t-avg-all", "t2t-launch", "t2t-make-tf-configs", "t2t-serve")
+            "t2t-bleu", "t2t-translate-all", "t2t-avg-all", "t2t-launch",
+            "t2t-make-tf-configs", "t2t-serve")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,8 +60,6 @@ class Change:
 
 
 _NO_CLOUD = "nothing to set: t2t creates no Cloud VMs or TPUs"
-_NO_STOPPING = ("nothing to set: there is no early stopping; choose --train_steps "
-                "(t2t-tuner --pruning stops poor trials)")
 _GRAPPLER = "nothing to set: TensorFlow's graph optimizer (Grappler) is always on"
 _JOBS = ("nothing to set: TF_CONFIG names the jobs (t2t-launch and t2t-make-tf-configs "
          "write it)")
@@ -90,16 +89,15 @@ T2T_FLAGS: dict[str, Change] = {
     "decode_in_memory": Change("nothing to set: t2t-decoder streams the file in chunks and "
                                "decodes in batches (t2t-decoder "
                                "--decode_hparams=batch_size=N)", True),
-    "decode_shards": Change("split the input file and run one t2t-decoder per part"),
+    "decode_shards": Change("t2t-decoder --decode_hparams=shards=N,shard_id=K (one "
+                            "t2t-decoder per part)"),
     "disable_grappler_optimizations": Change(_GRAPPLER, True),
     "enable_graph_rewriter": Change(_GRAPPLER, True),
-    "eval_early_stopping_metric": Change(_NO_STOPPING),
-    "eval_early_stopping_metric_delta": Change(_NO_STOPPING),
-    "eval_early_stopping_metric_minimize": Change(_NO_STOPPING, True),
-    "eval_early_stopping_steps": Change(_NO_STOPPING),
-    "eval_run_autoregressive": Change("nothing to set: evaluations score teacher-forced "
-                                      "predictions; t2t-decoder decodes autoregressively",
-                                      True),
+    "eval_run_autoregressive": Change("use --hparams=eval_run_autoregressive=true (each "
+                                      "evaluation also decodes the examples it reads "
+                                      "greedily: decoded/accuracy, "
+                                      "decoded/accuracy_per_sequence and the problem's "
+                                      "BLEU/ROUGE/WER)", True),
     "eval_throttle_seconds": Change("use --local_eval_frequency (evaluations are every N "
                                     "steps)"),
     "eval_use_test_set": Change("use t2t-trainer --eval_split=test or t2t-decoder "
@@ -183,6 +181,12 @@ BINARY_TOPIC_REASONS = {
     ("t2t-tuner", "devices"): "its trials take only the trainer flags its help lists",
 }
 FLAG_REASONS = {
+    ("t2t-translate-all", "checkpoint_path"): "it translates with every checkpoint of "
+                                              "--model_dir",
+    ("t2t-translate-all", "decode_from_file"): "its input is --source",
+    ("t2t-translate-all", "decode_to_file"): "it writes TRANSLATIONS_DIR/PROBLEM-STEP, see "
+                                             "--translations_dir",
+    ("t2t-translate-all", "decode_reference"): "score with t2t-bleu --translations_dir",
     ("t2t-decoder", "random_seed"): "sampling's seed is --decode_hparams=seed=N",
     ("t2t-decoder", "eval_split"): "its split is --decode_split",
     ("t2t-datagen", "random_seed"): "each problem's generator has a fixed seed",

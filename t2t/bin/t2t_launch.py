@@ -29,7 +29,7 @@ from typing import NoReturn
 
 from absl import flags
 
-from t2t.bin import flag_help, t2t_flag_compat
+from t2t.bin import flag_help, output_paths, t2t_flag_compat
 from t2t.cluster import launch as launch_lib
 from t2t.cluster import tf_config as tf_config_lib
 
@@ -64,6 +64,7 @@ def main(argv: list[str], command: list[str]) -> None:
     if not command:
         fail("no command: give it after `--`, e.g. "
              "t2t-launch --num_workers=2 -- t2t-trainer --problem=...")
+    output_paths.check_dir("log_dir", FLAGS.log_dir)  # before any task starts
     try:
         layout = tf_config_lib.Layout(FLAGS.num_workers, FLAGS.num_ps, FLAGS.chief)
         cluster = tf_config_lib.local_cluster(layout, FLAGS.port_base)

@@ -18,7 +18,7 @@ import time
 from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, flag_help
+from t2t.bin import common_flags, config_flags, flag_help, output_paths
 
 FLAGS = flags.FLAGS
 
@@ -105,6 +105,7 @@ def _locations(experiment: config.ExperimentConfig) -> tuple[str, str]:
 def train(experiment: config.ExperimentConfig) -> None:
     """Runs the experiment; library errors propagate (main turns them into messages)."""
     from t2t import gin_config, registry
+    from t2t.hparams import t2t_names
     from t2t.hparams.basic import create_hparams
     from t2t.trainer import runtime as runtime_lib
     from t2t.trainer import strategy as strategy_lib
@@ -117,9 +118,14 @@ def train(experiment: config.ExperimentConfig) -> None:
         return  # a ps or worker task of parameter-server training: served until killed
     output_dir, data_dir = _locations(experiment)
     tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))
+    _check_output_paths(output_dir, data_dir, tmp_dir, experiment.data.generate_data)
     problem = registry.problem(task.problem)
     registry.model(task.model)
     hparams = create_hparams(task.hparams_set, task.hparams)
+    # Tensor2Tensor's activation_dtype=bfloat16/float16 asks for --mixed_precision.
+    experiment = dataclasses.replace(experiment, runtime=dataclasses.replace(
+        experiment.runtime, mixed_precision=t2t_names.mixed_precision(
+            hparams, experiment.runtime.mixed_precision)))
     # A mesh (hparams mesh_shape/layout) replaces the strategy; it is made with it.
     runtime = runtime_lib.start(experiment.runtime, mesh_shape=hparams.mesh_shape,
                                 layout=hparams.layout)
@@ -156,6 +162,16 @@ def train(experiment: config.ExperimentConfig) -> None:
     trainer.run(schedule)
     if runtime.is_chief:
         gin_config.save_config(output_dir)
+
+
+def _check_output_paths(output_dir: str | None, data_dir: str | None, tmp_dir: str | None,
+                        generate_data: bool) -> None:
+    """The folders this run writes, checked before any work (t2t.bin.output_paths: one
+    line, exit 1): the run's, and with --generate_data the data and tmp folders."""
+    output_paths.check_dir("output_dir", output_dir)
+    if generate_data:
+        output_paths.check_dir("data_dir", data_dir)
+        output_paths.check_dir("tmp_dir", tmp_dir)
 
 
 def _configure_gpus(runtime_config: config.RuntimeConfig) -> None:
@@ -199,6 +215,8 @@ def _from_run_record(experiment: config.ExperimentConfig) -> config.ExperimentCo
 
 
 def main(argv: list[str]) -> None:
+    if not FLAGS.registry_help:  # the flags given, before TensorFlow starts
+        _check_output_paths(FLAGS.output_dir, FLAGS.data_dir, FLAGS.tmp_dir, FLAGS.generate_data)
     if not common_flags.start(argv):
         return
     experiment = _from_run_record(experiment_from_flags())

@@ -20,7 +20,7 @@ import sys
 from absl import flags
 
 from t2t import config
-from t2t.bin import common_flags, config_flags, flag_help
+from t2t.bin import common_flags, config_flags, flag_help, output_paths
 from t2t.utils import optional_deps
 
 FLAGS = flags.FLAGS
@@ -110,6 +110,21 @@ def _study_config(task: config.TaskConfig, data_dir: str) -> config.TunerConfig:
     return tuner
 
 
+def _check_output_paths(tuner: config.TunerConfig, data_dir: str) -> None:
+    """What the study writes, checked before any work (t2t.bin.output_paths: one line,
+    exit 1): its folder, a --storage=sqlite:///FILE (its folder is made), and with
+    --generate_data the data and tmp folders."""
+    output_paths.check_dir("output_dir", tuner.output_dir)
+    storage = tuner.storage or ""  # the default, OUTPUT_DIR/study.db, is checked above
+    sqlite_file = storage[len("sqlite:///"):] if storage.startswith("sqlite:///") else ""
+    if sqlite_file not in ("", ":memory:"):
+        output_paths.check_file("storage", sqlite_file, make_parents=True)
+    data = config_flags.build(config.DataConfig, only=("generate_data", "tmp_dir"))
+    if data.generate_data:
+        output_paths.check_dir("data_dir", data_dir)
+        output_paths.check_dir("tmp_dir", data.tmp_dir or os.path.join(data_dir, "tmp"))
+
+
 def _check_and_prepare(task: config.TaskConfig, tuner: config.TunerConfig, rhp, data_dir: str
                        ) -> None:
     """--generate_data, then the trainer's --dry_run of a sample trial: the problem,
@@ -163,6 +178,7 @@ def main(argv: list[str]) -> None:
         study_lib.check_sampler(tuner, rhp)
     except (registry.UnknownNameError, HParamsError, study_lib.TunerError) as e:
         common_flags.fail(str(e))
+    _check_output_paths(tuner, data_dir)
     common_flags.print_locations(data_dir, tuner.output_dir)
     _check_and_prepare(task, tuner, rhp, data_dir)
     try:

@@ -3,14 +3,35 @@ problem's metrics ask for on top (WER/CER: speech_metrics; ROUGE: text_metrics).
 
 from __future__ import annotations
 
+import importlib
+import types
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from t2t.decoding import speech_metrics, text_metrics
+from t2t.utils import optional_deps
 
 
 class DecodeError(ValueError):
     """A decoding request that cannot be served (missing checkpoint, bad settings...)."""
+
+
+def require_sacrebleu() -> types.ModuleType:
+    """sacrebleu's `metrics` module (a dependency of t2t itself, not an extra).
+
+    Raises:
+      MissingDependencyError: sacrebleu is not installed; one line with the pip command.
+    """
+    try:
+        return importlib.import_module("sacrebleu.metrics")
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name in ("sacrebleu", "sacrebleu.metrics"):
+            why = "which is not installed"
+        else:  # installed, but broken or missing a dependency of its own
+            why = f"which cannot be imported ({type(e).__name__}: {e})"
+        raise optional_deps.MissingDependencyError(
+            f"BLEU and chrF need sacrebleu, {why}: pip install sacrebleu",
+            name="sacrebleu") from None
 
 
 def score_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
@@ -19,11 +40,13 @@ def score_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str
     Returns {"bleu", "chrf": scores 0-100, "bleu_signature", "chrf_signature":
     e.g. "BLEU|nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0",
     "bleu_text", "chrf_text": sacrebleu's one-line reports}.
+
+    Raises:
+      DecodeError: the two lists are not line-aligned.
+      MissingDependencyError: sacrebleu is not installed.
     """
-    try:
-        from sacrebleu.metrics import BLEU, CHRF
-    except ImportError:
-        raise DecodeError("scoring needs sacrebleu: pip install sacrebleu") from None
+    metrics = require_sacrebleu()
+    BLEU, CHRF = metrics.BLEU, metrics.CHRF  # noqa: N806 (sacrebleu's class names)
     if len(hypotheses) != len(references):
         raise DecodeError(
             f"{len(hypotheses)} translations but {len(references)} references: they must "

@@ -19,39 +19,46 @@ prompt), encoded without EOS; the output is its continuation of `max_new_tokens`
 `extra_length`) tokens, or prompt + continuation with `return_prompt`. A prompt longer
 than `max_input_length` tokens keeps its last ones (with a warning). With
 `num_samples` > 1 each line gets that many samples, tab-separated.
+
+Tensor2Tensor's decode hparams: `partial_targets` (seq2seq lines 'INPUT<TAB>TARGET
+PREFIX', the prefix forced), `delimiter` and `shards`/`shard_id` (which records of a
+file: t2t.decoding.input_records), `num_decodes` (passes, each with its own sample
+numbers), `force_decode_length` (no EOS before the decode length).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
 
 import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
-from t2t.decoding import audio_inputs, image_inputs
+from t2t.decoding import audio_inputs, decode_progress, image_inputs, input_records
 from t2t.decoding import settings as settings_lib
+from t2t.decoding.decode_progress import PARTIAL_SUFFIX, RECORD_SUFFIX
 from t2t.decoding.decode_scores import DecodeError, score_bleu, score_decodes  # noqa: F401
+from t2t.decoding.input_records import (  # noqa: F401  (re-exported)
+    FILE_CHUNK_LINES,
+    iter_line_chunks,
+    iter_text_lines,
+    read_text_lines,
+)
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
 from t2t.features import EOS_ID, PAD_ID
 from t2t.hparams.hparams import HParams
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
 
-# Lines read (and sorted by length) at a time by decode_file: bounds the memory.
-FILE_CHUNK_LINES = 10_000
 # Lines decode_file decodes (sorted by length) and records before the next: a killed
 # decode resumes after the last recorded chunk.
 RESUME_CHUNK_LINES = 1_000
-PARTIAL_SUFFIX, RECORD_SUFFIX = ".partial", ".partial.json"
 
 
 @dataclasses.dataclass
@@ -108,44 +115,7 @@ def load_model(
     return model
 
 
-# ------------------------------------------------------------------ reading
-def _decode_bytes(raw: bytes, where: str) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        logging.warning("%s is not valid UTF-8 (%s): undecodable bytes replaced by U+FFFD.",
-                        where, e.reason)
-        return raw.decode("utf-8", errors="replace")
-
-
-def iter_text_lines(path: str) -> Iterator[str]:
-    """The lines of a text file (without line ends), read as bytes: invalid UTF-8 is
-    replaced (with a warning naming the line), a leading BOM is dropped."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
-            if number == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            yield _decode_bytes(raw, f"line {number} of {path}")
-
-
-def iter_line_chunks(path: str, size: int = FILE_CHUNK_LINES) -> Iterator[list[str]]:
-    """The lines of a text file (read as iter_text_lines reads them), `size` at a time:
-    what a whole-file decode or score holds in memory at once."""
-    chunk: list[str] = []
-    for line in iter_text_lines(path):
-        chunk.append(line)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def read_text_lines(path: str) -> list[str]:
-    return list(iter_text_lines(path))
-
-
+# ------------------------------------------------------------------ writing
 def one_line(text: str, tabs: bool) -> str:
     """Text made safe for one line of a decodes file (and tab-free if tabs separate)."""
     text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
@@ -187,62 +157,6 @@ def write_lines(path: str, lines: Iterable[str]) -> None:
         raise
 
 
-def _remove_if_exists(path: str) -> None:
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
-def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _write_record(path: str, record: dict[str, Any]) -> None:
-    """Replaces the progress record atomically (a kill leaves the old or the new one)."""
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(record, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
-
-
-def _resume_point(partial: str, record_path: str, record: dict[str, Any]) -> int:
-    """Lines already decoded by an interrupted run of the same decode (0: none), with
-    `record`'s "lines" and "bytes" set to them; a stale partial is discarded with a
-    warning saying why."""
-    if not os.path.exists(partial) and not os.path.exists(record_path):
-        return 0
-    why = ""
-    try:
-        with open(record_path, encoding="utf-8") as f:
-            old = json.load(f)
-        lines, size = int(old["lines"]), int(old["bytes"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        why = f"its progress record {record_path} is missing or unreadable ({e})"
-    else:
-        if old.get("input_sha256") != record["input_sha256"]:
-            why = "the input file changed since"
-        elif old.get("settings") != record["settings"]:
-            why = (f"the decode settings changed since (were: {old.get('settings')}; now: "
-                   f"{record['settings']})")
-        elif not os.path.exists(partial) or os.path.getsize(partial) < size:
-            why = f"{partial} is missing or shorter than its record says"
-    if why:
-        logging.warning("Not resuming the earlier, unfinished decode in %s: %s. Decoding "
-                        "from the first line.", partial, why)
-        _remove_if_exists(partial)
-        _remove_if_exists(record_path)
-        return 0
-    logging.warning("Resuming the unfinished decode in %s after line %d.", partial, lines)
-    record.update(lines=lines, bytes=size)
-    return lines
-
-
 # ------------------------------------------------------------------ decoding
 class Decoder:
     """A loaded model and the problem's encoders, decoding batches of inputs."""
@@ -277,11 +191,18 @@ class Decoder:
         self.settings = settings_lib.resolve(dhp, model)
         self.max_input_length = self.settings.max_input_length
         self.top_beams = self.settings.outputs_per_input
+        targets = modality.get("targets")
+        if dhp.partial_targets and targets != problem_lib.Modality.SYMBOL:
+            raise DecodeError(f"partial_targets=true forces a target prefix, which needs text "
+                              f"targets; {problem.name} has {targets} targets: leave it out.")
         self._infer = None
+        self._file_pass = 0  # the pass of decode_file's chunk being decoded (num_decodes)
 
     # -------------------------------------------------------------- the model
     def _infer_fn(self):
-        """The batch decode (`infer_fn`) traced once for any batch and input length."""
+        """The batch decode (`infer_fn`) traced once for any batch and input length:
+        (inputs, decode_length (scalar, or [B] per row), target prefixes [B, P],
+        first sample number)."""
         if self._infer is None:
             import tensorflow as tf
 
@@ -289,16 +210,34 @@ class Decoder:
 
             model, infer_args = self.model, self.settings.infer_args()
             infer_fn = self.infer_fn or infer_lib.infer
-            spec = tf.TensorSpec([None, None], tf.int32) if self._ids_in else None
-
             feature = "prompt" if self.is_language_model else "inputs"
+            with_prefix, passes = self._with_prefix, self.settings.num_decodes > 1
 
-            def infer(inputs, decode_length):
-                return infer_fn(model, {feature: inputs}, decode_length, **infer_args)
+            def infer(inputs, decode_length, prefixes, first_sample):
+                features = {feature: inputs, **({"prompt": prefixes} if with_prefix else {})}
+                extra = {"first_sample": first_sample} if passes else {}
+                return infer_fn(model, features, decode_length, **infer_args, **extra)
 
-            signature = None if spec is None else [spec, tf.TensorSpec([], tf.int32)]
+            signature = None
+            if self._ids_in:
+                ids = tf.TensorSpec([None, None], tf.int32)
+                lengths = tf.TensorSpec([None] if self._per_row_lengths else [], tf.int32)
+                signature = [ids, lengths, ids, tf.TensorSpec([], tf.int32)]
             self._infer = tf.function(infer, input_signature=signature, reduce_retracing=True)
         return self._infer
+
+    @property
+    def _with_prefix(self) -> bool:
+        """Whether inputs come with target prefixes (partial_targets, seq2seq)."""
+        return self.settings.partial_targets and not self.is_language_model
+
+    @property
+    def _per_row_lengths(self) -> bool:
+        """Whether force_decode_length gives each row its own length (text inputs without
+        max_new_tokens: the row's input length + extra_length)."""
+        return (self.settings.force_decode_length and not self.is_language_model
+                and self.inputs_modality == problem_lib.Modality.SYMBOL
+                and not self.settings.max_new_tokens)
 
     def target_text(self, ids: np.ndarray) -> str:
         """Output ids as text (class name, or text up to EOS): what results hold."""
@@ -309,7 +248,10 @@ class Decoder:
         """Whether inputs are id sequences padded with 0 (tokens, or audio samples)."""
         return self.inputs_modality in (problem_lib.Modality.SYMBOL, problem_lib.Modality.AUDIO)
 
-    def _run_batch(self, batch: list[np.ndarray]) -> list[DecodeResult]:
+    def _run_batch(self, batch: list[np.ndarray], prefixes: list[np.ndarray] | None = None,
+                   decode_pass: int = 0) -> list[DecodeResult]:
+        """Decodes one batch of prepared inputs (and target prefixes); decode_pass k
+        samples with sample numbers from k * num_samples."""
         if self._ids_in:
             longest = max(len(x) for x in batch)
             inputs = np.full([len(batch), longest], PAD_ID, np.int32)
@@ -321,13 +263,18 @@ class Decoder:
             longest = 0
             inputs = np.stack(batch)
         new_tokens = self.settings.new_tokens(0 if self.is_language_model else longest)
-        result = self._infer_fn()(inputs, np.int32(new_tokens))
+        decode_length = (np.asarray([len(x) + self.settings.extra_length for x in batch],
+                                    np.int32) if self._per_row_lengths else np.int32(new_tokens))
+        prompts = input_records.pad_rows(prefixes or [], len(batch))
+        first_sample = np.int32(decode_pass * self.settings.num_samples)
+        result = self._infer_fn()(inputs, decode_length, prompts, first_sample)
         outputs, scores = result["outputs"].numpy(), result["scores"].numpy()
         if scores.ndim == 1:  # one beam: [B, L] and [B]
             outputs, scores = outputs[:, None], scores[:, None]
         decoded = []
         for row in range(len(batch)):
-            prefix = list(batch[row]) if self.settings.return_prompt else []
+            shown = batch[row] if self.is_language_model else (prefixes or [[]] * len(batch))[row]
+            prefix = list(shown) if self.settings.return_prompt else []
             beams = [(self._output_text(prefix, outputs[row, k]), float(scores[row, k]))
                      for k in range(outputs.shape[1])]
             decoded.append(DecodeResult(text=beams[0][0], score=beams[0][1], beams=beams))
@@ -340,8 +287,12 @@ class Decoder:
             return self.target_text(ids)
         return self.target_text(np.asarray([*prompt, *text_encoder.strip_extraneous(ids)]))
 
-    def decode_features(self, inputs: Sequence[np.ndarray]) -> list[DecodeResult]:
-        """Decodes prepared inputs (token ids ending in EOS, or images), in their order.
+    def decode_features(self, inputs: Sequence[np.ndarray],
+                        prefixes: Sequence[np.ndarray] | None = None,
+                        decode_pass: int = 0) -> list[DecodeResult]:
+        """Decodes prepared inputs (token ids ending in EOS, or images; with
+        partial_targets, their target prefixes' ids), in their order; decode_pass: see
+        _run_batch.
 
         They are sorted by length, longest first, so each batch pads little."""
         results: list[DecodeResult | None] = [None] * len(inputs)
@@ -349,7 +300,9 @@ class Decoder:
         size = self.decode_hparams.batch_size
         for start in range(0, len(order), size):
             indices = order[start : start + size]
-            for i, result in zip(indices, self._run_batch([inputs[i] for i in indices]), strict=True):
+            batch_prefixes = None if prefixes is None else [prefixes[i] for i in indices]
+            decoded = self._run_batch([inputs[i] for i in indices], batch_prefixes, decode_pass)
+            for i, result in zip(indices, decoded, strict=True):
                 results[i] = result
         return results  # type: ignore[return-value]
 
@@ -393,15 +346,41 @@ class Decoder:
             return ids[-self.max_input_length:]
         return ids
 
-    def decode_texts(self, lines: Sequence[str], first_line_number: int = 1) -> list[DecodeResult]:
-        """Decodes text inputs; results in the order of `lines` (warnings count lines
-        from `first_line_number`)."""
-        encoded = [self.encode_text(line, first_line_number + i) for i, line in enumerate(lines)]
-        return self.decode_features(encoded)
+    def encode_prefix(self, text: str, where: str) -> np.ndarray:
+        """A target prefix's ids (no EOS), cut to its first max_input_length ids."""
+        encoder = self.encoders.get("targets")
+        try:
+            ids = encoder.encode(text) if encoder is not None else [int(w) for w in text.split()]
+        except ValueError as e:
+            logging.warning("%s: the target prefix cannot be encoded (%s): none forced.", where, e)
+            ids = []
+        if len(ids) > self.max_input_length:
+            logging.warning("%s: the target prefix has %d tokens: cut to the first %d "
+                            "(max_input_length).", where, len(ids), self.max_input_length)
+        return np.asarray(ids[: self.max_input_length], np.int32)
 
-    def decode_file(self, input_path: str, output_path: str) -> int:
-        """Decodes each line of `input_path` into one line of `output_path`; returns the
-        number of lines. See `format_result` for the format.
+    def decode_texts(self, lines: Sequence[str], first_line_number: int = 1,
+                     decode_pass: int = 0) -> list[DecodeResult]:
+        """Decodes text inputs ('INPUT<TAB>TARGET PREFIX' with partial_targets); results
+        in the order of `lines` (warnings count lines from `first_line_number`)."""
+        numbers = range(first_line_number, first_line_number + len(lines))
+        if not self._with_prefix:
+            encoded = [self.encode_text(line, n) for n, line in zip(numbers, lines, strict=True)]
+            return self.decode_features(encoded, None, decode_pass)
+        pairs = [input_records.split_target_prefix(line) for line in lines]
+        encoded = [self.encode_text(source, n)
+                   for n, (source, _) in zip(numbers, pairs, strict=True)]
+        prefixes = [self.encode_prefix(prefix, f"line {n}")
+                    for n, (_, prefix) in zip(numbers, pairs, strict=True)]
+        return self.decode_features(encoded, prefixes, decode_pass)
+
+    def decode_file(self, input_path: str, output_path: str,
+                    part: tuple[int, int] | None = None) -> int:
+        """Decodes each record of `input_path` (its lines, or the pieces between the
+        delimiter; with part=(k, n) only the k-th of n contiguous parts:
+        input_records.iter_record_chunks) into one line of `output_path`, num_decodes
+        passes one after another; returns the number of lines written. See
+        `format_result` for the format.
 
         Resumable: every RESUME_CHUNK_LINES lines are appended to OUTPUT.partial and
         recorded in OUTPUT.partial.json (lines and bytes done, the input's sha256, the
@@ -412,55 +391,66 @@ class Decoder:
         start = time.monotonic()
         partial, record_path = output_path + PARTIAL_SUFFIX, output_path + RECORD_SUFFIX
         os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-        record = {"input_sha256": _file_sha256(input_path), "settings": self._settings_key(),
+        settings = self._settings_key() + (f" part={part}" if part else "")
+        record = {"input_sha256": decode_progress.file_sha256(input_path), "settings": settings,
                   "lines": 0, "bytes": 0}
-        resumed = _resume_point(partial, record_path, record)
-        count = record["lines"]
+        resumed = decode_progress.resume_point(partial, record_path, record)
         try:
             with open(partial, "r+b" if resumed else "wb") as f:
                 f.truncate(record["bytes"])  # a chunk cut by a kill is decoded again
                 f.seek(record["bytes"])
-                skip = resumed  # lines of the chunks decoded before
-                for chunk in iter_line_chunks(input_path, RESUME_CHUNK_LINES):
-                    if 0 < skip < len(chunk):
-                        raise DecodeError(f"{record_path} does not end on a chunk: delete "
-                                          f"it and {partial}, and decode again.")
-                    if skip:
-                        skip -= len(chunk)
-                        continue
-                    count += self._decode_chunk(chunk, count + 1, f)
-                    f.flush()
-                    os.fsync(f.fileno())  # the record never counts bytes not on disk
-                    _write_record(record_path, {**record, "lines": count, "bytes": f.tell()})
+                self._write_chunks(input_path, part, f, record, record_path)
             os.replace(partial, output_path)
-            _remove_if_exists(record_path)
+            decode_progress.remove_if_exists(record_path)
         except BaseException:
-            if count == 0:  # nothing decoded: nothing to resume
-                _remove_if_exists(partial)
-                _remove_if_exists(record_path)
+            if record["lines"] == 0:  # nothing decoded: nothing to resume
+                decode_progress.remove_if_exists(partial)
+                decode_progress.remove_if_exists(record_path)
             else:
                 logging.warning("Decoding stopped after %d lines of %s: run the same command "
-                                "again to continue (progress in %s).", count, input_path,
-                                record_path)
+                                "again to continue (progress in %s).", record["lines"],
+                                input_path, record_path)
             raise
         elapsed = time.monotonic() - start
-        logging.info("Decoded %d lines of %s into %s in %.1f s.", count, input_path,
+        logging.info("Decoded %d lines of %s into %s in %.1f s.", record["lines"], input_path,
                      output_path, elapsed)
-        return count
+        return record["lines"]
+
+    def _write_chunks(self, input_path: str, part: tuple[int, int] | None, f: IO[bytes],
+                      record: dict[str, Any], record_path: str) -> None:
+        """Decodes the chunks after the record's lines into `f`, recording each."""
+        skip = record["lines"]  # lines of the chunks decoded before
+        for decode_pass in range(self.settings.num_decodes):
+            for first, chunk in input_records.iter_record_chunks(
+                    input_path, self.decode_hparams.record_delimiter, RESUME_CHUNK_LINES, part):
+                if 0 < skip < len(chunk):
+                    raise DecodeError(f"{record_path} does not end on a chunk: delete it and "
+                                      f"{record_path.removesuffix('.json')}, and decode again.")
+                if skip:
+                    skip -= len(chunk)
+                    continue
+                self._file_pass = decode_pass
+                lines = record["lines"] + self._decode_chunk(chunk, first, f)
+                f.flush()
+                os.fsync(f.fileno())  # the record never counts bytes not on disk
+                record.update(lines=lines, bytes=f.tell())
+                decode_progress.write_record(record_path, record)
 
     def _settings_key(self) -> str:
         """What the decodes depend on besides the input: a resumed decode must match."""
         checkpoint = getattr(self.model, "checkpoint_path", None)
         index = f"{checkpoint}.index" if checkpoint else ""
         stamp = os.stat(index).st_mtime_ns if index and os.path.exists(index) else None
+        combine = getattr(self.model, "combine", None)  # an ensemble's combination
         return (f"problem={self.problem.name} model={type(self.model).__name__} "
                 f"checkpoint={checkpoint} (index mtime {stamp}) "
+                f"{f'combine={combine} ' if combine else ''}"
                 f"decode_hparams={self.decode_hparams.to_string()} "
                 f"chunk_lines={RESUME_CHUNK_LINES}")
 
     def _decode_chunk(self, lines: list[str], first_line_number: int, f: IO[bytes]) -> int:
         text = "".join(format_result(result, self.decode_hparams) + "\n"
-                       for result in self.decode_texts(lines, first_line_number))
+                       for result in self.decode_texts(lines, first_line_number, self._file_pass))
         f.write(text.encode("utf-8"))
         if first_line_number > 1 or len(lines) == RESUME_CHUNK_LINES:
             logging.info("Decoded %d lines.", first_line_number + len(lines) - 1)
@@ -484,22 +474,26 @@ class Decoder:
             if not line:
                 break
             if isinstance(line, bytes):
-                line = _decode_bytes(line.rstrip(b"\r\n"), f"input line {count + 1}")
+                line = input_records.decode_utf8(line.rstrip(b"\r\n"), f"input line {count + 1}")
             line = line.rstrip("\r\n")
             if line.strip() == "q":
                 break
             count += 1
-            result = self.decode_texts([line], count)[0]
-            if self.decode_hparams.return_beams or self.settings.num_samples > 1:
-                kind = "sample" if self.settings.num_samples > 1 else "beam"
-                for k, (text, score) in enumerate(result.beams):
-                    stdout.write(f"{kind} {k} ({score:.4f}): {one_line(text, False)}\n")
-            elif self.decode_hparams.write_beam_scores:
-                stdout.write(f"{one_line(result.text, True)}\t{result.score:.4f}\n")
-            else:
-                stdout.write(one_line(result.text, False) + "\n")
+            for decode_pass in range(self.settings.num_decodes):  # one answer per pass
+                self._write_answer(self.decode_texts([line], count, decode_pass)[0], stdout)
             stdout.flush()
         return count
+
+    def _write_answer(self, result: DecodeResult, stdout: IO[str]) -> None:
+        """An interactive answer: the text (and score), or each beam or sample."""
+        if self.decode_hparams.return_beams or self.settings.num_samples > 1:
+            kind = "sample" if self.settings.num_samples > 1 else "beam"
+            for k, (text, score) in enumerate(result.beams):
+                stdout.write(f"{kind} {k} ({score:.4f}): {one_line(text, False)}\n")
+        elif self.decode_hparams.write_beam_scores:
+            stdout.write(f"{one_line(result.text, True)}\t{result.score:.4f}\n")
+        else:
+            stdout.write(one_line(result.text, False) + "\n")
 
     # ---------------------------------------------------------------- dev set
     def _decode_feature(self, name: str, value: np.ndarray) -> str:
@@ -519,12 +513,19 @@ class Decoder:
                        ) -> list[tuple[str, str, str]]:
         """(inputs, targets, outputs) texts of the first num_batches * batch_size
         examples of `split` (default dev; all of them when num_batches <= 0), in the
-        data's order. A language model continues the first half of each example (its
-        "inputs"); "targets" is the true second half."""
+        data's order; with shards > 1 of the examples i with i % shards == shard_id; with
+        num_decodes > 1, pass after pass. A language model continues the first half of
+        each example (its "inputs"); "targets" is the true second half."""
         if split is not None:
             self.problem.check_split(split)  # UnknownSplitError naming the splits
+        if self._with_prefix:
+            raise DecodeError("partial_targets=true reads each target prefix from an "
+                              "'INPUT<TAB>PREFIX' line (--decode_from_file or "
+                              "--decode_interactive); the dev set has none: leave it out.")
         dataset = self.problem.dataset(problem_lib.EVAL, self.data_dir, deterministic=True,
                                        split=split)
+        if self.decode_hparams.shards > 1:
+            dataset = dataset.shard(self.decode_hparams.shards, self.decode_hparams.shard_id)
         if num_batches > 0:
             dataset = dataset.take(num_batches * self.decode_hparams.batch_size)
         inputs, targets = [], []
@@ -544,9 +545,9 @@ class Decoder:
                 x = np.asarray([*ids, EOS_ID], np.int32)
             inputs.append(x)
             targets.append(np.asarray(example["targets"]))
-        results = self.decode_features(inputs)
         prompt_feature = "targets" if self.is_language_model else "inputs"
-        return [
-            (self._decode_feature(prompt_feature, x), self._decode_feature("targets", t), r.text)
-            for x, t, r in zip(inputs, targets, results, strict=True)
-        ]
+        shown = [(self._decode_feature(prompt_feature, x), self._decode_feature("targets", t))
+                 for x, t in zip(inputs, targets, strict=True)]
+        return [(x, t, r.text) for decode_pass in range(self.settings.num_decodes)
+                for (x, t), r in zip(shown, self.decode_features(inputs, None, decode_pass),
+                                     strict=True)]

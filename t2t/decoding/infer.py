@@ -58,14 +58,54 @@ def _tile(features: dict[str, tf.Tensor], copies: int) -> dict[str, tf.Tensor]:
 
 def _sample_keys(
     seed: int | tf.Tensor | None, reference: tf.Tensor | None, batch_size: tf.Tensor,
-    num_samples: int,
+    num_samples: int, first_sample: int | tf.Tensor = 0,
 ) -> tf.Tensor:
-    """Per-row sampling keys from the seed, the row's content and its sample number."""
+    """Per-row sampling keys from the seed, the row's content and its sample number
+    (first_sample, first_sample + 1, ... for the num_samples copies of a row)."""
     sample_index = tf.tile(tf.range(num_samples), [batch_size // num_samples])
+    sample_index += tf.cast(first_sample, tf.int32)
     content = reference  # inputs, or the prompt
     if content is not None and (not content.dtype.is_integer or content.shape.rank != 2):
         content = None  # image inputs: the sample number and seed alone key a row
     return sampling.row_keys(sampling.resolve_seed(seed), content, sample_index)
+
+
+def _row_budget(decode_length: int | tf.Tensor, rows: tf.Tensor, copies: int) -> tf.Tensor:
+    """int32 [rows * copies]: each row's decode length (a scalar is every row's), tiled
+    like the features (`copies` samples of a row are neighbours)."""
+    budget = tf.broadcast_to(tf.cast(decode_length, tf.int32), [rows])
+    return beam_search.tile_beams(budget, copies) if copies > 1 else budget
+
+
+def _search(model: Any, features: dict[str, tf.Tensor], step: Any, length: tf.Tensor,
+            batch_size: tf.Tensor, options: dict[str, Any]) -> tuple[tf.Tensor, tf.Tensor]:
+    """Beam search (beam_size > 1) or greedy / sampling over `step`: (ids, scores)."""
+    cached = options["cached"]
+    init = model.decode_init_cached if cached else model.decode_init
+    beam_size = options["beam_size"]
+    if beam_size > 1:
+        state = tf.nest.map_structure(
+            lambda t: beam_search.tile_beams(t, beam_size), init(features, length))
+        return beam_search.beam_search(
+            step, state, batch_size, beam_size, length,
+            model.problem_hparams.vocab_size["targets"], alpha=options["alpha"],
+            eos_id=options["eos_id"], top_beams=options["top_beams"])
+    return greedy.greedy_or_sample(
+        step, init(features, length), batch_size, length, options["temperature"],
+        options["top_k"], options["top_p"], eos_id=options["eos_id"], keys=options["keys"])
+
+
+def _constrained_step(step: Any, row_prompt: tf.Tensor | None, row_budget: tf.Tensor | None,
+                      new_tokens: tf.Tensor) -> Any:
+    """`step` with each row's prompt (int32 [N, P], or None) forced first and at most
+    new_tokens tokens after it; with row_budget (int32 [N]) exactly that many."""
+    if row_budget is not None:  # EOS first at each row's end (after its prompt)
+        start = 0 if row_prompt is None else prompting.prompt_lengths(row_prompt)
+        step = prompting.exact_length_step(step, start + row_budget, EOS_ID)
+    if row_prompt is not None:
+        limit = new_tokens if row_budget is None else row_budget
+        step = prompting.forced_step(step, row_prompt, limit, EOS_ID)
+    return step
 
 
 def infer(
@@ -81,6 +121,8 @@ def infer(
     seed: int | tf.Tensor | None = None,
     use_cache: bool = True,
     num_samples: int = 1,
+    force_decode_length: bool = False,
+    first_sample: int | tf.Tensor = 0,
 ) -> dict[str, tf.Tensor]:
     """Decodes targets for `features` ("inputs", and/or "prompt"), in-graph and batched.
 
@@ -91,11 +133,15 @@ def infer(
     0 is greedy and above 0 samples (restricted to top_k / nucleus top_p; temperature,
     top_k, top_p and seed may be scalar tensors), scores being the log-probability of
     the output. `seed` >= 0 makes samples repeat exactly (stateless, per row: see
-    t2t.decoding.sampling); None or < 0 draws a seed. "prompt" int32 [B, P] (0-padded)
-    is forced before decoding (a language model's prompt): outputs are then the
-    decode_length tokens after each row's prompt, and scores their log-probability.
-    Class-label problems return the argmax class [B, 1]. `use_cache=False` forces the
-    step that re-runs the whole model on the prefix (to check a model's cache).
+    t2t.decoding.sampling); None or < 0 draws a seed; a row's samples are numbered from
+    `first_sample`. "prompt" int32 [B, P] (0-padded) is forced before decoding (a
+    language model's prompt, or a seq2seq model's target prefix beside "inputs"):
+    outputs are then the decode_length tokens after each row's prompt, and scores
+    their log-probability. `force_decode_length`: every output has exactly
+    decode_length tokens (EOS cannot come earlier; one forced EOS follows), and
+    decode_length may be int32 [B], one length per row. Class-label problems return
+    the argmax class [B, 1]. `use_cache=False` forces the step that re-runs the whole
+    model on the prefix (to check a model's cache).
     """
     features = {k: tf.convert_to_tensor(v) for k, v in features.items() if k != "targets"}
     prompt = features.pop(PROMPT, None)
@@ -109,40 +155,34 @@ def infer(
         # Nothing to condition on (unconditional image generation): one row, whose
         # num_samples copies are the samples; decode_init reads only this shape.
         features["targets"] = tf.zeros([1, 0], tf.int32)
+    rows = tf.shape(features.get("inputs", features.get("targets")))[0]
     features = _tile(features, num_samples)
     reference = features.get("inputs", features.get("targets"))
     # Images are a fixed number of sub-pixels, every value (1 included) a colour: no EOS.
     eos_id = -1 if model.problem_hparams.modality.get("targets") == Modality.IMAGE else EOS_ID
-    batch_size = tf.shape(reference)[0] if reference is not None else tf.constant(1)
-    new_tokens = tf.cast(decode_length, tf.int32)
+    batch_size = tf.shape(reference)[0]
+    force = force_decode_length and eos_id >= 0
+    budget = _row_budget(decode_length, rows, num_samples) if force else None
+    new_tokens = tf.reduce_max(budget) if force else tf.cast(decode_length, tf.int32)
     # One step more than the longest prompt needs: every row then ends with its forced
     # EOS, so a row's beams end alike whatever the other prompts of its batch.
-    length = new_tokens if prompt is None else tf.shape(prompt)[1] + new_tokens + 1
+    length = new_tokens + int(force) if prompt is None else tf.shape(prompt)[1] + new_tokens + 1
     cached = use_cache and model.has_decode_cache
-    init = model.decode_init_cached if cached else model.decode_init
     step = model.decode_step_cached if cached else model.decode_step
-    if beam_size > 1:
-        state = tf.nest.map_structure(
-            lambda t: beam_search.tile_beams(t, beam_size), init(features, length)
-        )
-        if prompt is not None:
-            step = prompting.forced_step(step, beam_search.tile_beams(prompt, beam_size),
-                                         new_tokens, EOS_ID)
-        ids, scores = beam_search.beam_search(
-            step, state, batch_size, beam_size, length,
-            model.problem_hparams.vocab_size["targets"], alpha=alpha, eos_id=eos_id,
-            top_beams=top_beams,
-        )
-    else:
-        if prompt is not None:
-            step = prompting.forced_step(step, features["targets"], new_tokens, EOS_ID)
-        ids, scores = greedy.greedy_or_sample(
-            step, init(features, length), batch_size, length, temperature, top_k, top_p,
-            eos_id=eos_id, keys=_sample_keys(seed, reference, batch_size, num_samples),
-        )
-        if num_samples > 1:
-            ids = tf.reshape(ids, [-1, num_samples, length])
-            scores = tf.reshape(scores, [-1, num_samples])
+
+    def per_beam(t):  # [N] or [N, P] rows -> one per beam
+        return beam_search.tile_beams(t, beam_size) if beam_size > 1 else t
+
+    step = _constrained_step(step, None if prompt is None else per_beam(features["targets"]),
+                             None if budget is None else per_beam(budget), new_tokens)
+    ids, scores = _search(model, features, step, length, batch_size, {
+        "cached": cached, "beam_size": beam_size, "alpha": alpha, "eos_id": eos_id,
+        "top_beams": top_beams, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+        "keys": None if beam_size > 1 else _sample_keys(seed, reference, batch_size,
+                                                        num_samples, first_sample)})
+    if num_samples > 1:
+        ids = tf.reshape(ids, [-1, num_samples, length])
+        scores = tf.reshape(scores, [-1, num_samples])
     if prompt is not None:
         ids = prompting.continuation(ids, prompting.prompt_lengths(prompt), new_tokens)
     if top_beams == 1 and beam_size > 1:

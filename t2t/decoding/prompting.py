@@ -7,7 +7,8 @@ i < n_r the wrapped step function's logits are replaced by a one-hot of prompt[r
 prompt through the model's own (cached) step, token by token, without a separate
 prefill graph. From step n_r + max_new_tokens on, EOS is forced: every row gets at
 most max_new_tokens new tokens however long the other rows' prompts are.
-`continuation` then left-aligns what came after each prompt.
+`continuation` then left-aligns what came after each prompt. `exact_length_step`
+(force_decode_length) keeps EOS out until a row's end and forces it there.
 """
 
 from __future__ import annotations
@@ -39,6 +40,26 @@ def forced_step(step_fn: StepFn, prompt: tf.Tensor, max_new_tokens: tf.Tensor, e
         target = tf.where(in_prompt, tf.gather(padded, tf.minimum(index, last), axis=1), eos_id)
         forced = tf.one_hot(target, tf.shape(logits)[-1], on_value=0.0, off_value=NEG_INF)
         return tf.where((in_prompt | (index >= stop_at))[:, None], forced, logits), state
+
+    return step
+
+
+def exact_length_step(step_fn: StepFn, end_index: tf.Tensor, eos_id: int) -> StepFn:
+    """`step_fn` whose row r cannot choose EOS before step end_index[r] and must choose it
+    there (log-probability 0): its output has exactly end_index[r] tokens before EOS
+    (T2T's force_decode_length). end_index: int32 [N]."""
+    end_index = tf.cast(end_index, tf.int32)
+
+    def step(previous_ids: tf.Tensor, index: tf.Tensor, state):
+        logits, state = step_fn(previous_ids, index, state)
+        logits = tf.cast(logits, tf.float32)
+        vocab = tf.shape(logits)[-1]
+        is_eos = tf.equal(tf.range(vocab), eos_id)[None, :]
+        early = (index < end_index)[:, None]
+        without_eos = tf.where(is_eos & early, tf.constant(NEG_INF, tf.float32), logits)
+        only_eos = tf.one_hot(tf.fill(tf.shape(end_index), eos_id), vocab, on_value=0.0,
+                              off_value=NEG_INF)
+        return tf.where(early, without_eos, only_eos), state
 
     return step
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from t2t.config import DecodeHParams
+from t2t.config import DecodeHParams, DecodeHParamsError
 from t2t.problems import text_encoder
 
 # max_input_length when neither the decode hparams nor the model's hparams set one.
@@ -41,12 +41,19 @@ class DecodeSettings:
     num_samples: int = 1
     seed: int = -1
     return_prompt: bool = False
+    force_decode_length: bool = False
+    partial_targets: bool = False
+    num_decodes: int = 1
 
     def infer_args(self) -> dict[str, Any]:
-        """Keyword arguments of `t2t.decoding.infer.infer`."""
-        return {"beam_size": self.beam_size, "top_beams": self.top_beams, "alpha": self.alpha,
+        """Keyword arguments of `t2t.decoding.infer.infer` (force_decode_length only when
+        on, so that a stand-in infer function need not know it)."""
+        args = {"beam_size": self.beam_size, "top_beams": self.top_beams, "alpha": self.alpha,
                 "temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p,
                 "num_samples": self.num_samples, "seed": self.seed}
+        if self.force_decode_length:
+            args["force_decode_length"] = True
+        return args
 
     @property
     def outputs_per_input(self) -> int:
@@ -67,23 +74,51 @@ class DecodeSettings:
         return self.temperature > 0 and self.beam_size == 1
 
 
+def model_sampling(decode_hparams: DecodeHParams, hparams: Any) -> tuple[int, float, int]:
+    """(beam_size, temperature, top_k): the decode hparams', with the model hparams'
+    sampling_method / sampling_temp / sampling_keep_top_k (T2T's names) as the defaults
+    of what --decode_hparams did not give. sampling_method=random samples at
+    sampling_temp (with beam_size=1 unless beam_size was given: then beam search, as in
+    T2T); sampling_keep_top_k <= 0 keeps every token."""
+    dhp = decode_hparams
+    beam_size, temperature, top_k = dhp.beam_size, dhp.temperature, dhp.top_k
+    if hparams is None or "sampling_method" not in hparams:
+        return beam_size, temperature, top_k
+    method, temp = hparams.sampling_method, hparams.get("sampling_temp", 1.0)
+    keep_top_k = hparams.get("sampling_keep_top_k", -1)
+    if method not in ("argmax", "random"):
+        raise DecodeHParamsError(f"hparams.sampling_method={method!r}: use argmax or random "
+                                 f"(--hparams=sampling_method=random).")
+    if temp < 0:
+        raise DecodeHParamsError(f"hparams.sampling_temp={temp}: need >= 0 (0 is greedy).")
+    beam_free = beam_size == 1 or not dhp.is_given("beam_size")
+    if method == "random" and temp > 0 and beam_free and not dhp.is_given("temperature"):
+        beam_size, temperature = 1, float(temp)
+    if temperature > 0 and not dhp.is_given("top_k"):
+        top_k = max(int(keep_top_k), 0)
+    return beam_size, temperature, top_k
+
+
 def resolve(decode_hparams: DecodeHParams, model: Any) -> DecodeSettings:
-    """The settings `decode_hparams` mean for `model` (its problem and hparams)."""
+    """The settings `decode_hparams` mean for `model` (its problem and hparams; see
+    `model_sampling` for the hparams' sampling_method)."""
     dhp = decode_hparams
     dhp.validate()
     php = model.problem_hparams
-    top_beams = dhp.beam_size if dhp.return_beams else 1
+    hparams = getattr(model, "hparams", None)
+    beam_size, temperature, top_k = model_sampling(dhp, hparams)
+    top_beams = beam_size if dhp.return_beams else 1
     if php.is_classifier:
         top_beams = min(top_beams, php.vocab_size.get("targets") or 1)
-    hparams = getattr(model, "hparams", None)
     model_max = hparams.max_length if hparams is not None and "max_length" in hparams else 0
     return DecodeSettings(
-        beam_size=dhp.beam_size, top_beams=top_beams, alpha=dhp.alpha,
-        extra_length=dhp.extra_length, temperature=dhp.temperature, top_k=dhp.top_k,
+        beam_size=beam_size, top_beams=top_beams, alpha=dhp.alpha,
+        extra_length=dhp.extra_length, temperature=temperature, top_k=top_k,
         top_p=dhp.top_p, return_beams=dhp.return_beams,
         max_input_length=dhp.max_input_length or model_max or DEFAULT_MAX_INPUT_LENGTH,
         max_new_tokens=dhp.max_new_tokens, num_samples=dhp.num_samples, seed=dhp.seed,
-        return_prompt=dhp.return_prompt,
+        return_prompt=dhp.return_prompt, force_decode_length=dhp.force_decode_length,
+        partial_targets=dhp.partial_targets, num_decodes=dhp.num_decodes,
     )
 
 

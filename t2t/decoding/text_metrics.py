@@ -6,9 +6,11 @@ ROUGE-1.5.5 Perl script, `pip install rouge-score`), and averages each pair's
 precision, recall and F-measure over the corpus, as summarization papers report them
 (ROUGE-1.5.5's "average" model). Scores are on a 0-100 scale, like BLEU's.
 
-The names match the decode-time metric names of `t2t.trainer.metrics`: "rouge_2" and
-"rouge_l" are F-measures (ROUGE-L on the longest common subsequence of the whole
-text, not the per-sentence "summary-level" ROUGE-Lsum).
+The names match the decode-time metric names of `t2t.trainer.metrics`: "rouge_1",
+"rouge_2" and "rouge_l" are F-measures (ROUGE-L on the longest common subsequence of the
+whole text, not the per-sentence "summary-level" ROUGE-Lsum). A problem naming any of
+them gets all three from t2t-decoder --decode_reference and at each training
+evaluation (t2t.trainer.eval_decoding).
 
 rouge-score's default tokenizer lower-cases and keeps only ASCII letters and digits,
 so it suits English; `use_stemmer` (on by default, as ROUGE-1.5.5's `-m` option that

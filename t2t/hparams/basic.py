@@ -3,7 +3,8 @@
 Names and values follow Tensor2Tensor's `common_hparams.basic_params1` (v1.15), for
 the hyperparameters t2t implements; options of T2T features t2t does not have (mixture
 of experts, multi-problem schedules, video, ...) are left out rather than kept as
-settings that do nothing.
+settings that do nothing: given anyway, t2t.hparams.t2t_names refuses them, or warns,
+saying what to use instead.
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ def basic_params1() -> HParams:
         use_fixed_batch_size=False,
         # Model size (each model reads what applies to it).
         num_hidden_layers=4,
-        kernel_height=3,
-        kernel_width=1,
+        kernel_height=3, kernel_width=1,
         hidden_size=64,
         dropout=0.2,
         # Optimization.
@@ -36,24 +36,20 @@ def basic_params1() -> HParams:
         optimizer_adam_epsilon=1e-6,
         optimizer_adam_beta1=0.85,
         optimizer_adam_beta2=0.997,
-        optimizer_momentum_momentum=0.9,
-        optimizer_momentum_nesterov=False,
-        optimizer_adafactor_beta1=0.0,
-        optimizer_adafactor_beta2=0.999,
+        optimizer_momentum_momentum=0.9, optimizer_momentum_nesterov=False,
+        optimizer_adafactor_beta1=0.0, optimizer_adafactor_beta2=0.999,
         optimizer_adafactor_factored=True,
         optimizer_adafactor_decay_type="pow",
         optimizer_adafactor_memory_exponent=0.8,
         optimizer_adafactor_clipping_threshold=1.0,
         optimizer_adafactor_multiply_by_parameter_scale=True,
         weight_decay=1e-6,
-        optimizer_multistep_accumulate_steps=0,  # steps per update (0/1: every step)
+        optimizer_multistep_accumulate_steps=0,  # micro-batches per update (0/1: none)
         # Learning rate: the product of the factors named in learning_rate_schedule.
         learning_rate_schedule="legacy",
         learning_rate_constant=1.0,
         learning_rate_decay_scheme="none",
-        learning_rate_decay_steps=5000,
-        learning_rate_decay_staircase=False,
-        learning_rate_minimum=None,
+        learning_rate_decay_steps=5000, learning_rate_decay_staircase=False,
         learning_rate_decay_rate=1.0,
         learning_rate_warmup_steps=100,
         learning_rate_warmup_schedule="exp",  # legacy schedule's warmup: "exp" or "linear"
@@ -71,17 +67,21 @@ def basic_params1() -> HParams:
         symbol_dropout=0.0,
         norm_type="layer",  # "layer", "batch", "none"
         norm_epsilon=1e-6,
-        shared_embedding_and_softmax_weights=False,
-        shared_embedding=False,
+        shared_embedding_and_softmax_weights=False, shared_embedding=False,
         # Lengths and the input pipeline.
-        min_length=0,
-        max_length=0,  # 0: use batch_size
+        min_length=0, max_length=0,  # max_length 0: use batch_size
         max_input_seq_length=0, max_target_seq_length=0,  # 0: no truncation
         pack_dataset=False,
-        min_length_bucket=8,
-        length_bucket_step=1.1,
+        min_length_bucket=8, length_bucket_step=1.1,
         eval_drop_long_sequences=False,
         eval_run_autoregressive=False,
+        # Subword regularization (Kudo 2018; t2t.problems.subword_sampling): each time a
+        # TRAIN example is read, its SentencePiece text is segmented anew by sampling
+        # (alpha: 0 off, e.g. 0.1); eval and decoding keep the best segmentation.
+        # nbest -1: from the whole lattice, fast, but tensorflow_text's sampler takes no
+        # seed (differs run to run); N > 1: among the N best, seeded (runs repeat).
+        subword_sampling_alpha=0.0,
+        subword_sampling_nbest=-1,
         # Multi-problems (t2t.problems.multi_problem; Tensor2Tensor's names): how the
         # tasks' train examples are mixed, "constant" | "proportional" | "pretrain".
         multiproblem_mixing_schedule="constant",
@@ -89,9 +89,8 @@ def basic_params1() -> HParams:
         multiproblem_schedule_max_examples=10_000_000,  # pretrain: primary task's examples
         distill_temperature=1.0, distill_weight=0.5,  # --teacher_dir: t2t.trainer.distillation
         mesh_shape="", layout="",  # model parallelism, Mesh TensorFlow's (t2t.parallel)
-        # Numerics.
-        activation_dtype="float32",
-        weight_dtype="float32",
+        # Numerics. activation_dtype bfloat16/float16: mixed precision (t2t.hparams.t2t_names)
+        activation_dtype="float32", weight_dtype="float32",  # weights stay float32
         mixed_precision_optimizer_init_loss_scale=2**15,  # float16 loss scaling
     )
 

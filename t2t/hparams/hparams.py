@@ -3,7 +3,9 @@
 Values are plain data only: int, float, bool, str, None, or lists of those. Overrides
 such as `"learning_rate=0.2,num_hidden_layers=2,optimizer=adafactor,layers=[1,2]"` are
 checked against the type of the existing value, so a typo or a wrong type fails early
-with the key named.
+with the key named. A Tensor2Tensor name t2t's sets lack (t2t.hparams.t2t_names) is
+accepted at T2T's default value; another value is refused, or kept with one warning,
+saying what to use instead.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from absl import logging
+
+from t2t.hparams import t2t_names
 from t2t.registry import close_matches
 
 _SCALAR_TYPES = (bool, int, float, str, type(None))
@@ -26,6 +31,29 @@ def _a(type_name: str) -> str:
 
 class HParamsError(ValueError):
     """A bad hyperparameter name, value or override string."""
+
+
+_warned: set[str] = set()  # the warnings about Tensor2Tensor names given in this process
+
+
+def _check_t2t_name(name: str, value: Any) -> None:
+    """Refuses (HParamsError), or warns once about, a Tensor2Tensor hparam that t2t lacks
+    given a value other than T2T's default (t2t.hparams.t2t_names)."""
+    found = t2t_names.check_value(name, value)
+    if found is None:
+        return
+    kind, message = found
+    if kind == t2t_names.REFUSED:
+        raise HParamsError(message)
+    if message not in _warned:
+        _warned.add(message)
+        logging.warning("%s", message)
+
+
+def _t2t_hint(name: str) -> str:
+    """" Tensor2Tensor's hparam NAME is not in t2t: ..." for such a name, else ""."""
+    note = t2t_names.note(name)
+    return f" {note}" if note else ""
 
 
 class MissingHParamError(AttributeError):
@@ -151,6 +179,16 @@ def _cast_value(name: str, value: Any, like: Any) -> Any:
     return value
 
 
+def _parse_t2t_value(name: str, text: str) -> Any:
+    """The override `text` of a Tensor2Tensor name t2t lacks, typed like T2T's default,
+    after `_check_t2t_name`."""
+    like = t2t_names.T2T_HPARAMS[name].t2t_default
+    value = _cast(name, text, like) if isinstance(like, _SCALAR_TYPES) else _infer_scalar(text)
+    _check_t2t_name(name, value)
+    _check_plain(name, value)
+    return value
+
+
 _OVERRIDE_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$", re.S)
 
 
@@ -168,11 +206,19 @@ class HParams:
             raise HParamsError(f"hparam {name!r} already exists; use set_hparam to change it.")
         if name.startswith("_") or hasattr(type(self), name):
             raise HParamsError(f"hparam name {name!r} is reserved.")
+        _check_t2t_name(name, value)
         _check_plain(name, value)
         self._values[name] = list(value) if isinstance(value, tuple) else value
 
     def set_hparam(self, name: str, value: Any) -> None:
-        """Sets an existing hyperparameter, checking the value's type."""
+        """Sets an existing hyperparameter, checking the value's type. A Tensor2Tensor
+        name t2t lacks is added (see t2t.hparams.t2t_names: refused or warned about unless
+        at T2T's default)."""
+        if t2t_names.note(name):
+            _check_t2t_name(name, value)
+            if name not in self._values:
+                self.add_hparam(name, value)
+                return
         self._require(name)
         self._values[name] = _cast_value(name, value, self._values[name])
 
@@ -198,7 +244,8 @@ class HParams:
         hint = f" Did you mean: {', '.join(matches)}?" if matches else ""
         raise MissingHParamError(
             f"HParams has no hparam {name!r}.{hint} Use an hparams set that defines it (the "
-            f"model's base set), or add it in your set with add_hparam.", name)
+            f"model's base set), or add it in your set with add_hparam.{_t2t_hint(name)}",
+            name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         # `hp.x = v` on an existing key keeps the type check; a new key is added.
@@ -246,6 +293,9 @@ class HParams:
                     f"num_hidden_layers=2'."
                 )
             name, text = match.groups()
+            if t2t_names.note(name):  # a Tensor2Tensor name t2t lacks
+                parsed[name] = _parse_t2t_value(name, text)
+                continue
             self._require(name)
             parsed[name] = self._parse_value(name, text)
         self._values.update(parsed)

@@ -23,6 +23,7 @@ from t2t.utils.lazy_import import lazy_module
 tf = lazy_module("tensorflow")  # finding a checkpoint's files needs no TensorFlow
 
 MODEL_KEY = "model"
+BEST_DIR = "best"  # a run's best checkpoints by an eval metric (t2t.trainer.best_checkpoints)
 _OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 
 
@@ -39,7 +40,21 @@ class DamagedCheckpointError(CheckpointError):
 
 
 # ---------------------------------------------------------------- finding
+def checkpoint_location(checkpoint_path: str | None, output_dir: str) -> str:
+    """What a --checkpoint_path names: "best" -> OUTPUT_DIR/best (the run's best
+    checkpoint by its eval metric), nothing -> output_dir (its latest), else itself."""
+    if checkpoint_path == BEST_DIR:
+        return os.path.join(output_dir, BEST_DIR)
+    return checkpoint_path or output_dir
+
+
 def _no_checkpoint(path: str, why: str = "") -> NoCheckpointError:
+    if os.path.basename(os.path.normpath(path)) == BEST_DIR:
+        run = os.path.dirname(os.path.normpath(path))
+        return NoCheckpointError(
+            f"no best checkpoint in {run}: t2t-trainer keeps one (--keep_best=N, by "
+            f"--best_metric) at each evaluation; this run has none yet (or was trained with "
+            f"--keep_best=0): give --checkpoint_path=DIR/ckpt-N or the run directory")
     return NoCheckpointError(
         f"no checkpoint in {path}{why}: train first with t2t-trainer --output_dir={path} ... "
         f"or pass --checkpoint_path (a run directory or a prefix such as DIR/ckpt-1000)"

@@ -9,7 +9,9 @@ labels as the problem gives them). Tensor2Tensor's semantics are kept:
   per-replica number, so `InputContext.get_per_replica_batch_size` is never applied.
 * `max_length` is `hparams.max_length`, or `batch_size` when that is 0. In TRAIN an
   example longer than `max_length` (the longest of its sequence features) is dropped;
-  in EVAL only when `hparams.eval_drop_long_sequences`.
+  in EVAL only when `hparams.eval_drop_long_sequences`. Before that, "inputs" and
+  "targets" are cut to `max_input_seq_length` / `max_target_seq_length` ids (if > 0).
+  `t2t.problems.length_report` counts what these filters drop.
 * Token batches group examples of similar length (`batching_scheme`): a bucket of
   lengths [lo, hi) holds `batch_size // hi` examples padded to `hi - 1` tokens, so a
   batch holds at most `batch_size` tokens, padding included, and each bucket always
@@ -25,15 +27,17 @@ are vectorized over the window. Token ids must therefore be >= 0 (0 is padding).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from t2t.config import InputConfig
 from t2t.problems import problem as problem_lib
+from t2t.problems import subword_sampling
 from t2t.utils.lazy_import import lazy_module
 
-__all__ = ["Batching", "InputConfig", "batch_examples", "batching_scheme", "bucket_boundaries",
-           "example_length", "input_dataset", "make_input_fn", "pack_examples"]
+__all__ = ["Batching", "InputConfig", "batch_arguments", "batch_examples", "batching_scheme",
+           "bucket_boundaries", "example_length", "input_dataset", "kept_lengths",
+           "make_input_fn", "pack_examples"]
 
 tf = lazy_module("tensorflow")
 
@@ -60,6 +64,8 @@ class Batching:
     min_length: shorter examples are dropped.
     eval_drop_long_sequences: drop examples over max_length in EVAL too.
     pack_dataset: pack examples into rows of max_length tokens.
+    max_input_seq_length, max_target_seq_length: Tensor2Tensor's truncation: "inputs" /
+      "targets" keep their first N ids, before the length filter (0: no truncation).
     batch_shuffle_size: batches in the TRAIN batch shuffle buffer.
     static_shapes: every batch [batch, max_length] (TPUs); set by the runtime's
       strategy hook, not an hparam.
@@ -72,6 +78,8 @@ class Batching:
     min_length: int = 0
     eval_drop_long_sequences: bool = False
     pack_dataset: bool = False
+    max_input_seq_length: int = 0
+    max_target_seq_length: int = 0
     batch_shuffle_size: int = 512
     use_fixed_batch_size: bool = False
     static_shapes: bool = False
@@ -188,26 +196,31 @@ def _windows(
     min_length: int,
     max_length: int,
     sequence_features: Sequence[str],
+    truncate: Mapping[str, int] | None = None,
 ) -> Any:
-    """Windows of `window_size` examples (ragged features padded with -1), filtered by
-    length: see `_prepare_window`."""
+    """Windows of `window_size` examples (ragged features padded with -1), truncated
+    and filtered by length: see `_prepare_window`."""
     padding = {
         name: tf.constant(_SEQ_PAD if name in ragged else 0, spec.dtype)
         for name, spec in dataset.element_spec.items()
     }
     seq = [name for name in ragged if name in sequence_features]
+    cut = {name: n for name, n in (truncate or {}).items() if name in ragged and n > 0}
     return dataset.padded_batch(window_size, padding_values=padding).map(
-        lambda window: _prepare_window(window, seq, min_length, max_length),
+        lambda window: _prepare_window(window, seq, min_length, max_length, cut),
         num_parallel_calls=tf.data.AUTOTUNE,
     )
 
 
 def _prepare_window(
-    window: dict[str, Any], sequence_features: list[str], min_length: int, max_length: int
+    window: dict[str, Any], sequence_features: list[str], min_length: int, max_length: int,
+    truncate: Mapping[str, int],
 ) -> dict[str, Any]:
-    """Keeps the examples of a window (dict of [n, ...], sequences -1 padded [n, width])
-    with min_length <= length <= max_length, and adds "_length" int32 [n'] (tokens of
-    the longest sequence feature)."""
+    """Cuts each `truncate` feature to its first N ids, then keeps the examples of a
+    window (dict of [n, ...], sequences -1 padded [n, width]) with min_length <= length
+    <= max_length, and adds "_length" int32 [n'] (tokens of the longest sequence feature)."""
+    window = {name: value[:, : truncate[name]] if name in truncate else value
+              for name, value in window.items()}
     first = next(iter(window.values()))
     length = tf.zeros([tf.shape(first)[0]], tf.int32)
     for name in sequence_features:
@@ -361,6 +374,7 @@ def pack_examples(
     *,
     min_length: int = 0,
     window_size: int = 4096,
+    truncate: Mapping[str, int] | None = None,
 ) -> Any:
     """Packs examples into rows of `pack_length` tokens (a dataset of single rows).
 
@@ -369,13 +383,13 @@ def pack_examples(
     Other features than `features` are dropped. Each window of `window_size` examples
     is packed on its own (next-fit), so the last, partly filled row of each window and
     of a finite dataset is emitted too. Output per feature F: F, F_segmentation,
-    F_position, int32 [pack_length], 0 on padding.
+    F_position, int32 [pack_length], 0 on padding. `truncate`: as in batch_examples.
     """
     present = [f for f in features if f in dataset.element_spec]
     if not present:
         raise ValueError(f"Cannot pack: none of {list(features)} in {dataset.element_spec}.")
     ragged = _ragged_features(dataset, present)
-    windows = _windows(dataset, ragged, window_size, min_length, pack_length, present)
+    windows = _windows(dataset, ragged, window_size, min_length, pack_length, present, truncate)
     return windows.map(
         lambda w: _pack_window(w, present, pack_length, window_size),
         num_parallel_calls=tf.data.AUTOTUNE,
@@ -399,6 +413,7 @@ def batch_examples(
     min_length: int = 0,
     length_multiplier: int = 1,
     window_size: int | None = None,
+    truncate: Mapping[str, int] | None = None,
 ) -> Any:
     """Batches a dataset of per-example feature dicts; sequences are padded with 0.
 
@@ -419,20 +434,21 @@ def batch_examples(
     length_multiplier: Tensor2Tensor's batch_size_multiplier: batch sizes are computed
       for lengths times this factor (fewer examples per batch).
     window_size: examples gathered per vectorized step (None: from the batch sizes).
+    truncate: feature -> N: a variable-length feature keeps its first N ids, before the
+      length filter (Tensor2Tensor's max_input_seq_length / max_target_seq_length).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
     limit = max_length or (batch_size if batch_size_means_tokens else 0)
-    if static_shapes or pack_length:
-        drop_long_sequences = True
-    max_keep = limit if (drop_long_sequences and limit) else _NO_LIMIT
+    max_keep = kept_lengths(batch_size=batch_size, batch_size_means_tokens=batch_size_means_tokens,
+                            max_length=max_length, drop_long_sequences=drop_long_sequences,
+                            pack_length=pack_length, static_shapes=static_shapes)[1] or _NO_LIMIT
     spec = dataset.element_spec
     present = [f for f in sequence_features if f in spec]
     if pack_length:
         rows = max(1, batch_size // pack_length) if batch_size_means_tokens else batch_size
-        packed = pack_examples(
-            dataset, pack_length, present, min_length=min_length, window_size=window_size or 4096
-        )
+        packed = pack_examples(dataset, pack_length, present, min_length=min_length,
+                               window_size=window_size or 4096, truncate=truncate)
         return packed.batch(rows, drop_remainder=drop_remainder or static_shapes)
     if not present:  # no sequences (images, labels): nothing to bucket
         return dataset.padded_batch(batch_size, drop_remainder=drop_remainder or static_shapes)
@@ -458,8 +474,18 @@ def batch_examples(
         buckets = _Buckets([], [batch_size], [-1])
     if window_size is None:
         window_size = min(max(1024, sum(buckets.batch_sizes)), 16384)
-    windows = _windows(dataset, ragged, window_size, min_length, max_keep, present)
+    windows = _windows(dataset, ragged, window_size, min_length, max_keep, present, truncate)
     return _bucketize(windows, buckets, ragged, present, drop_remainder)
+
+
+def kept_lengths(*, batch_size: int, batch_size_means_tokens: bool, max_length: int,
+                 drop_long_sequences: bool, pack_length: int = 0, static_shapes: bool = False,
+                 min_length: int = 0) -> tuple[int, int]:
+    """(shortest, longest) example that `batch_examples` keeps with these arguments:
+    tokens of its longest sequence feature, after truncation; longest 0: no limit."""
+    limit = pack_length or max_length or (batch_size if batch_size_means_tokens else 0)
+    drop = drop_long_sequences or static_shapes or pack_length
+    return min_length, (limit if drop else 0)
 
 
 # ------------------------------------------------------------------- the pipeline
@@ -502,23 +528,18 @@ def input_dataset(
     num_shards = input_context.num_input_pipelines if input_context else 1
     shard_index = input_context.input_pipeline_id if input_context else 0
     dataset = problem.dataset(
-        mode,
-        data_dir,
-        shuffle_files=is_training,
-        hparams=hparams,
-        num_shards=num_shards,
-        shard_index=shard_index,
-        seed=config.seed,
-        deterministic=config.deterministic,
-        parse_batch_size=config.parse_batch_size,
-        num_parallel_reads=config.num_parallel_reads,
-        split=split,
-    )
+        mode, data_dir, shuffle_files=is_training, hparams=hparams, num_shards=num_shards,
+        shard_index=shard_index, seed=config.seed, deterministic=config.deterministic,
+        parse_batch_size=config.parse_batch_size, num_parallel_reads=config.num_parallel_reads,
+        split=split)
     if is_training and config.shuffle_buffer_size > 1:
         dataset = dataset.shuffle(config.shuffle_buffer_size, seed=config.seed)
     if repeat:
         dataset = dataset.repeat()
-    dataset = _batch_for(problem, data_dir, hparams, batching, dataset, is_training)
+    if is_training:  # subword regularization: each read of an example segmented anew
+        dataset = subword_sampling.resample_dataset(dataset, problem, data_dir, hparams, config.seed)
+    dataset = batch_examples(dataset, **batch_arguments(problem, data_dir, hparams, batching,
+                                                        is_training))
     if is_training and batching.batch_shuffle_size > 1:
         seed = None if config.seed is None else config.seed + 1
         dataset = dataset.shuffle(batching.batch_shuffle_size, seed=seed)
@@ -532,9 +553,10 @@ def input_dataset(
     return dataset.with_options(options)
 
 
-def _batch_for(problem: Any, data_dir: str, hparams: Any, batching: Batching, dataset: Any,
-               is_training: bool) -> Any:
-    """`batch_examples` with the problem's token/example mode and length multiplier."""
+def batch_arguments(problem: Any, data_dir: str, hparams: Any, batching: Batching,
+                    is_training: bool) -> dict[str, Any]:
+    """The keywords of `batch_examples` that input_dataset batches with: the problem's
+    token/example mode, length multiplier and sequence features, and `batching`."""
     means_tokens = bool(getattr(problem, "batch_size_means_tokens", True))
     means_tokens = means_tokens and not batching.use_fixed_batch_size
     max_length = problem.max_length(hparams) if means_tokens else batching.max_length
@@ -542,20 +564,16 @@ def _batch_for(problem: Any, data_dir: str, hparams: Any, batching: Batching, da
     if means_tokens:
         length_multiplier = int(getattr(problem.hparams(data_dir), "batch_size_multiplier", 1) or 1)
     pack = batching.pack_dataset and means_tokens
-    return batch_examples(
-        dataset,
-        batch_size=int(batching.batch_size),
-        batch_size_means_tokens=means_tokens,
-        max_length=max_length,
-        min_length_bucket=int(batching.min_length_bucket),
+    truncate = {"inputs": batching.max_input_seq_length, "targets": batching.max_target_seq_length}
+    return dict(
+        batch_size=int(batching.batch_size), batch_size_means_tokens=means_tokens,
+        max_length=max_length, min_length_bucket=int(batching.min_length_bucket),
         length_bucket_step=float(batching.length_bucket_step),
         sequence_features=_sequence_features(problem),
         drop_long_sequences=is_training or batching.eval_drop_long_sequences,
-        pack_length=max_length if pack else 0,
-        static_shapes=batching.static_shapes,
-        min_length=int(batching.min_length),
-        length_multiplier=length_multiplier,
-    )
+        pack_length=max_length if pack else 0, static_shapes=batching.static_shapes,
+        min_length=int(batching.min_length), length_multiplier=length_multiplier,
+        truncate={name: int(n) for name, n in truncate.items() if n})
 
 
 def make_input_fn(

@@ -25,7 +25,10 @@ into train, dev and test splits of language-model examples:
   `max_example_length - 1` tokens; EOS ends every chunk (so an example has at most
   `max_example_length` ids and a document's chunks, EOS removed, concatenate back to
   the document's ids). `documents(tmp_dir, split)` yields exactly the texts the
-  split's examples are made of, in order.
+  split's examples are made of, in order. The default, 256, is the `max_length` of
+  the Transformer hparams sets: their length filter keeps every example (a longer
+  `max_example_length` needs `--hparams=max_length=` at least as long, or the trainer
+  drops the longer examples and says so).
 - Vocabulary: bytes (`vocab_type` "byte", 258 ids, no file) or SentencePiece
   ("subword", `approx_vocab_size` pieces, trained on the train split's lines only).
 
@@ -221,7 +224,7 @@ class TextFilesLanguageModelProblem(text_problems.Text2SelfProblem):
     dev_fraction: float = 0.05
     test_fraction: float = 0.05
     split_seed: int = 1234
-    max_example_length: int = 512
+    max_example_length: int = 256  # transformer sets' max_length keeps every example
 
     vocab_type = text_problems.VOCAB_BYTE
     approx_vocab_size = 8000

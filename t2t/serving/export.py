@@ -19,6 +19,12 @@ writes RUN/export/<unix timestamp>/ (TF Serving's layout) holding
   assets.extra/t2t_export.json   problem, model, checkpoint, decode settings, encoders,
                                  signatures, versions; assets.extra/hparams.json
 
+An ensemble (t2t.decoding.ensemble.EnsembleModel, passed as `model`) exports like one
+model: its signatures decode with the combined log-probabilities, its variables are all
+the members'; t2t_export.json's "checkpoint" joins the members' with ":" and its
+"ensemble" names them and the combination; hparams.json holds each member's hparams
+(a list, in member order).
+
 The decode settings (beam_size, alpha, extra_length, temperature, top_k, top_p,
 return_beams, max_input_length) are fixed at export time; as in t2t's Decoder, the
 decode length is the longest input of a request (EOS included) + extra_length.
@@ -56,6 +62,7 @@ from absl import logging
 
 from t2t.config import DecodeHParams
 from t2t.decoding import decoder as decoder_lib
+from t2t.decoding import ensemble as ensemble_lib
 from t2t.decoding import settings as settings_lib
 from t2t.hparams.hparams import HParams
 from t2t.problems import problem as problem_lib
@@ -208,10 +215,13 @@ class _Target:
 def _export_info(source: _Source, target: _Target, version: str) -> dict[str, Any]:
     """What assets.extra/t2t_export.json records about an export."""
     model = source.model
+    ensemble = isinstance(model, ensemble_lib.EnsembleModel)
     return {
         "problem": source.problem.name,
         "model": source.model_name,
-        "checkpoint": os.path.abspath(source.checkpoint),
+        "checkpoint": ":".join(os.path.abspath(c) for c in ensemble_lib.split_members(
+            source.checkpoint)) if ensemble else os.path.abspath(source.checkpoint),
+        **({"ensemble": model.describe()} if ensemble else {}),
         "decode_hparams": dataclasses.asdict(source.dhp),
         "serving_settings": source.settings.to_dict(),
         "problem_hparams": model.problem_hparams.to_dict(),
@@ -243,7 +253,10 @@ def _stage(source: _Source, target: _Target, version: str, links: dict[str, str]
     extra = os.path.join(target.staging, "assets.extra")
     os.makedirs(extra, exist_ok=True)
     _write_json(os.path.join(extra, EXPORT_INFO_FILE), target.info)
-    _write_json(os.path.join(extra, HPARAMS_FILE), source.model.hparams.values())
+    model = source.model
+    _write_json(os.path.join(extra, HPARAMS_FILE),
+                [m.hparams.values() for m in model.members]
+                if isinstance(model, ensemble_lib.EnsembleModel) else model.hparams.values())
 
 
 class ExportWriteError(ExportError):
@@ -293,6 +306,16 @@ def _write_all(source: _Source, targets: list[_Target], version: str, parity_che
         raise
 
 
+def _checkpoint_and_run(checkpoint_path: str, model: Any) -> tuple[str, str]:
+    """(the checkpoint prefix, or an ensemble's joined with ":"; the run folder whose
+    export/ is the default export_dir: an ensemble's first member's)."""
+    if isinstance(model, ensemble_lib.EnsembleModel):
+        return model.checkpoint_path, os.path.dirname(model.names[0])
+    checkpoint = decoder_lib.resolve_checkpoint(checkpoint_path)
+    run = checkpoint_path if os.path.isdir(checkpoint_path) else os.path.dirname(checkpoint)
+    return checkpoint, run
+
+
 def export(
     problem: problem_lib.Problem,
     model_name: str,
@@ -314,6 +337,8 @@ def export(
     When the text signature needs tensorflow_text (SentencePiece), the ids-only sibling
     goes to ids_only_export_dir(export_dir)/<same timestamp> (its t2t_export.json and
     the returned one's name it: "ids_only_export").
+    `model` may be an ensemble (t2t.decoding.ensemble.load_ensemble): `checkpoint_path`
+    is then not read (the members' checkpoints are the ensemble's).
     `text_signature=False` leaves out the in-graph tokenizers (serving_default is then
     the tf.Example signature): no tensorflow_text ops even for SentencePiece problems,
     and no sibling. `model`: an already loaded model (load_model) to reuse. With
@@ -323,9 +348,8 @@ def export(
     dhp = decode_hparams
     if dhp is None or isinstance(dhp, str):
         dhp = DecodeHParams.parse(dhp or "")
-    checkpoint = decoder_lib.resolve_checkpoint(checkpoint_path)
+    checkpoint, run = _checkpoint_and_run(checkpoint_path, model)
     if export_dir is None:
-        run = checkpoint_path if os.path.isdir(checkpoint_path) else os.path.dirname(checkpoint)
         export_dir = os.path.join(run, "export")
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     if model is None:

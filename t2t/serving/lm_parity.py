@@ -118,7 +118,9 @@ def check_lm_parity(export_path: str, problem: problem_lib.Problem, model: Any,
         for call, out in zip(calls, served["generate"], strict=True):
             call_dhp = dataclasses.replace(
                 dhp, beam_size=1, temperature=call["temperature"], top_k=call["top_k"],
-                top_p=call["top_p"], seed=call["seed"], max_new_tokens=new_tokens)
+                top_p=call["top_p"], seed=call["seed"], max_new_tokens=new_tokens,
+                # given: the model's sampling_method must not replace these call settings
+                given_keys=(*dhp.given_keys, "beam_size", "temperature", "top_k", "top_p"))
             call_comparison = parity._Comparison(sampling=False, differences=comparison.differences)
             _compare_decodes(call_comparison, decoder_lib.Decoder(problem, model, data_dir, call_dhp),
                              GENERATE_SIGNATURE, text_batches, out)

@@ -24,6 +24,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t.problems import input_pipeline
+from t2t.trainer import accumulation
 from t2t.trainer import strategy as strategy_lib
 from t2t.trainer.runtime import Runtime
 from t2t.trainer.task import NUM_COUNTS
@@ -64,18 +65,41 @@ class StrategyHooks:
         return model
 
     def train_step(self, replica_step: Callable) -> Callable:
-        """step(iterator, stop float32) -> (loss, grad_norm, [examples, tokens], stop)."""
-        strategy = self.strategy
+        """step(iterator, stop float32) -> (loss, grad_norm, [examples, tokens], stop).
 
-        def replica_step_with_stop(features, stop):
-            loss, grad_norm, counts = replica_step(features)
+        A step is one update: with `replica_step.accumulate_steps` N > 1 it adds up N
+        micro-batches in replica-local variables (no communication), then applies their
+        mean (t2t.trainer.accumulation)."""
+        strategy = self.strategy
+        steps = getattr(replica_step, "accumulate_steps", 1)
+        sums: accumulation.ReplicaAccumulators | None = None
+        if steps > 1:
+            with strategy.scope():
+                sums = accumulation.ReplicaAccumulators(replica_step.variables, NUM_COUNTS)
+
+        def add_micro_batch(features):
+            sums.add(replica_step.micro_batch(features))
+
+        def packed_results(loss, grad_norm, counts, stop):
             head = tf.stack([tf.cast(loss, tf.float32), tf.cast(grad_norm, tf.float32)])
             stop = tf.reshape(tf.cast(stop, tf.float32), [1])
             return tf.concat([head, stop, tf.cast(counts, tf.float32)], axis=0)
 
+        def replica_update(features, stop):
+            if sums is not None:  # the micro-batches are in the sums already
+                return packed_results(*replica_step.finish(sums.read()), stop)
+            return packed_results(*replica_step(features), stop)
+
         @tf.function
         def train_step(iterator, stop):
-            packed = strategy.run(replica_step_with_stop, args=(next(iterator), stop))
+            features = None
+            if sums is not None:
+                strategy.run(sums.reset)
+                for _ in tf.range(steps):
+                    strategy.run(add_micro_batch, args=(next(iterator),))
+            else:
+                features = next(iterator)
+            packed = strategy.run(replica_update, args=(features, stop))
             summed = strategy.reduce(tf.distribute.ReduceOp.SUM, packed, axis=None)
             # Each replica's loss is its share of the global mean: their sum is the mean.
             # The norm is averaged. Any process asked to stop (SIGTERM): all stop after
@@ -142,11 +166,26 @@ class ParameterServerHooks(StrategyHooks):
         return max(boundary, step + 1)
 
     def train_step(self, replica_step: Callable) -> Callable:
+        """step(iterator) -> (loss, grad norm, counts), scheduled on one worker. With
+        `accumulate_steps` N > 1 the worker adds up N micro-batches in tensors carried
+        through a loop (no variables: each worker accumulates its own), then updates."""
         strategy = self.strategy
+        steps = getattr(replica_step, "accumulate_steps", 1)
+        traced: list[accumulation.Sums] = []  # a micro-batch as traced: its None gradients
+
+        def add_micro_batch(sums, iterator):
+            traced[:] = [strategy.run(replica_step.micro_batch, args=(next(iterator),))]
+            return accumulation.add(sums, traced[0])
 
         @tf.function
         def ps_train_step(iterator):  # runs on one worker, scheduled by the chief
-            return strategy.run(replica_step, args=(next(iterator),))
+            if steps == 1:
+                return strategy.run(replica_step, args=(next(iterator),))
+            sums = accumulation.zeros(replica_step.variables, NUM_COUNTS)
+            for _ in tf.range(steps):
+                sums = add_micro_batch(sums, iterator)
+            sums = accumulation.without_missing(sums, traced[0])
+            return strategy.run(replica_step.finish, args=(sums,))
 
         return ps_train_step
 

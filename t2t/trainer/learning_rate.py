@@ -6,9 +6,11 @@
     lr(step) = 2.0 * min(1, step / 8000) * rsqrt(max(step, 8000)) * 512 ** -0.5
 
 Each factor follows Tensor2Tensor v1.15 (`tensor2tensor/utils/learning_rate.py`) formula
-for formula. `step` is the optimizer step (Keras `optimizer.iterations`, counted from 0),
-divided by `optimizer_multistep_accumulate_steps` when that hparam is nonzero,
-as in T2T.
+for formula. `step` is the optimizer step (Keras `optimizer.iterations`, counted from 0):
+the number of updates. With `optimizer_multistep_accumulate_steps` N, T2T counted
+micro-batches and divided the step by N here; t2t's steps already count updates (one
+step draws N micro-batches, t2t.trainer.accumulation), so the schedule reads them as
+they are, as T2T's effectively did.
 
 Deviations from T2T, all deliberate:
 - "legacy" applies the 0.002 Adam correction when "adam" occurs in `hparams.optimizer`
@@ -48,7 +50,6 @@ _READ_HPARAMS = (
     "learning_rate",
     "hidden_size",
     "optimizer",
-    "optimizer_multistep_accumulate_steps",
     "train_steps",
 )
 
@@ -198,14 +199,10 @@ def factor_names(schedule: str) -> list[str]:
     return names
 
 
-def _float_step(step: Any, hparams: HParams) -> tf.Tensor:
+def _float_step(step: Any) -> tf.Tensor:
     if isinstance(step, keras.Variable):
         step = step.value
-    step = tf.cast(step, tf.float32)
-    accumulate = hparams.optimizer_multistep_accumulate_steps
-    if accumulate:
-        step = step / float(accumulate)
-    return step
+    return tf.cast(step, tf.float32)
 
 
 def learning_rate_schedule(
@@ -222,7 +219,7 @@ def learning_rate_schedule(
     names = factor_names(hparams.learning_rate_schedule)
     if train_steps is None and "train_steps" in hparams:  # a set may carry its own
         train_steps = hparams.train_steps
-    step_f = _float_step(step, hparams)
+    step_f = _float_step(step)
     ret = tf.constant(1.0, tf.float32)
     for name in names:
         factor = FACTORS[name](step_f, hparams, train_steps)

@@ -26,6 +26,7 @@ from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
 from t2t.trainer import (
     debugging,
+    early_stopping,
     eval_decoding,
     image_summaries,
     layer_stats,
@@ -89,18 +90,35 @@ class TrainingLoop:
         self._eval_step = None
         self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
         self._image_summary: image_summaries.ImageSampleSummary | None = None
-        # Decode metrics (WER...) at each evaluation; the count is checked here, not later.
-        self._decode_examples = eval_decoding.examples_to_decode(
-            config.eval_decode_examples, list(task.problem.eval_metrics()))
         task.eval_metric_names()  # an unknown metric name fails now, not after training
-        self._eval_decoder: eval_decoding.EvalDecoder | None = None
+        # Decoded metrics (BLEU, ROUGE, WER...; eval_run_autoregressive) at each
+        # evaluation: the count, the scorers' packages and the problem checked now.
+        self._decoded_eval = eval_decoding.plan_decoded_eval(
+            task, config.eval_decode_examples, config.eval_steps)
+        if self.is_chief and self._decoded_eval.announcement:
+            print(self._decoded_eval.announcement, flush=True)
+        self._eval_decoder: Any = None  # eval_decoding.make_eval_decoder's, made once
         self._inference = model  # what decodes at evaluations (hooks.inference_model)
+        self.stop_reason = ""  # why training stopped before train_steps (early stopping)
+        self._signalled = False
+        # Best checkpoints and early stopping; their metric names are checked here.
+        self.watch = early_stopping.EvalWatch(config, output_dir, task.eval_split,
+                                              self._reported_metrics())
+        for line in self.watch.notes() if self.is_chief else ():
+            print(line, flush=True)
         if self.is_chief:
             self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
             self.eval_writer = tf.summary.create_file_writer(
                 os.path.join(output_dir, run_dir.eval_name(task.eval_split)))
         else:
             self.train_writer = self.eval_writer = tf.summary.create_noop_writer()
+
+    def _reported_metrics(self) -> list[str]:
+        """The keys an evaluation reports: loss, the task's metrics and the decoded ones."""
+        names = ["loss", *self.task.eval_metric_names()]
+        if self._decoded_eval.enabled:
+            names += self._decoded_eval.reported_keys
+        return names
 
     def _stopping(self) -> bool:
         """Whether to stop before the next step. The workers of a synchronous cluster stop
@@ -143,7 +161,7 @@ class TrainingLoop:
     def _install_signal_handlers(self):
         def request_stop(signum, frame):
             logging.warning("Signal %d: saving a checkpoint and stopping.", signum)
-            self.stop_requested = True
+            self.stop_requested = self._signalled = True
 
         previous = signal.getsignal(signal.SIGTERM)
         try:
@@ -240,7 +258,8 @@ class TrainingLoop:
             logging.info("Already at step %d >= %d: nothing to train.", self.step, target)
             return {}
         restore_signals = self._install_signal_handlers()
-        progress = summaries.Progress(self.step, target, config.log_every_steps)
+        progress = summaries.Progress(self.step, target, config.log_every_steps,
+                                      self.task.accumulate_steps)
         last_metrics: dict[str, float] = {}
         try:
             while self.step < target and not self._stopping():
@@ -254,9 +273,14 @@ class TrainingLoop:
                 self.loss_history.append((step, loss))
                 self._check_finite(step, loss)
                 self._log(progress, step, loss, grad_norm, counts)
-                if step % config.save_checkpoints_steps == 0:
+                evaluating = (evaluate_every and step % config.local_eval_frequency == 0
+                              and step < target)
+                # An evaluated step is saved when the best checkpoints are kept (every
+                # process saves: saving may run collectives).
+                if step % config.save_checkpoints_steps == 0 or (
+                        evaluating and self.watch.best is not None):
                     self.save()
-                if evaluate_every and step % config.local_eval_frequency == 0 and step < target:
+                if evaluating:
                     last_metrics = self.evaluate()
         except PEER_ERRORS as e:  # a ps lost while the chief logs or saves between steps
             self._raise_cluster_error(e)
@@ -269,9 +293,12 @@ class TrainingLoop:
             restore_signals()
             self.profiler.stop()
         path = self.save()
-        if self.stop_requested:
+        if self.stop_reason:
+            print(f"{self.stop_reason} Saved {path}.", flush=True)
+        elif self.stop_requested:
             saved = f"saved {path}" if path else "the chief saved the checkpoint"
-            print(f"Stopped by a signal at step {self.step}: {saved}.", flush=True)
+            why = "by a signal" if self._signalled else "as the other processes agreed"
+            print(f"Stopped {why} at step {self.step}: {saved}.", flush=True)
         if self.config.overfit_batches and self.is_chief:
             _, verdict = debugging.overfit_report(self.loss_history, self.config.overfit_batches,
                                                   self.task.hparams)
@@ -280,9 +307,9 @@ class TrainingLoop:
 
     def train_and_evaluate(self) -> dict[str, float]:
         """Trains to train_steps, evaluating every local_eval_frequency steps and at the end."""
-        self.train(evaluate_every=True)
-        if self.stop_requested:
-            return {}
+        last_metrics = self.train(evaluate_every=True)
+        if self.stop_requested:  # early stopping has just evaluated; a signal: no time
+            return last_metrics if self.stop_reason else {}
         return self.evaluate()
 
     # ---------------------------------------------------------------- evaluate
@@ -317,15 +344,20 @@ class TrainingLoop:
                 results.update({prefix + k: v for k, v in own.result().items()})
         results.update(overall.result())
         step = self.step
-        if self._decode_examples or self.config.decode_summaries:
+        if self._decoded_eval.enabled or self.config.decode_summaries:
             # Every process: gathering a mesh's weights for decoding is collective.
             self._inference = self.hooks.inference_model(self.model, self.task)
         if not self.is_chief:
             return results
-        if self._decode_examples and len(parts) == 1:  # not per task of a multi-problem
+        if self._decoded_eval.enabled and len(parts) == 1:  # not per task of a multi-problem
             results.update(self._decode_metrics())
         split = self.task.eval_split
         run_dir.append_eval_results(self.output_dir, step, results, split=split)
+        latest = self.checkpoints.latest
+        reason = self.watch.after_eval(
+            step, results, latest if latest and latest.endswith(f"-{step}") else None)
+        if reason and not self.stop_reason:
+            self.stop_requested, self.stop_reason = True, reason
         with self.eval_writer.as_default(step=step):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
@@ -338,9 +370,11 @@ class TrainingLoop:
     def _decode_metrics(self) -> dict[str, float]:
         model = self._inference  # the model, or its one-device twin (refreshed above)
         if self._eval_decoder is None:
-            self._eval_decoder = eval_decoding.EvalDecoder(
-                model, self.task.problem, self.task.data_dir, self.task.eval_split,
-                self._decode_examples)
+            config = dataclasses.replace(self.input_config, deterministic=True)
+            self._eval_decoder = eval_decoding.make_eval_decoder(
+                self._decoded_eval, model, self.task,
+                self.task.input_fn(problem_lib.EVAL, config, self.batching),
+                eval_decoding.eval_batches(self.config.eval_steps, self.hooks))
         return self._eval_decoder()
 
     def _summary_batch(self) -> dict[str, tf.Tensor] | None:

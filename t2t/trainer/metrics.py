@@ -24,11 +24,11 @@ Names (from `problem.eval_metrics()`), as T2T's `padded_*` metrics:
   across vocabularies and with compressors.
 - bits_per_dim: mean -log2 p per weighted target position: for image targets (every
   sub-pixel a position), the bits per dimension image models report.
-Decode-time names ("bleu", "rouge_2", "rouge_l", "wer", "cer") need decoded text, so `compute_metrics`
-skips them: t2t-decoder computes them from decodes and references
-(`t2t.decoding.decoder.score_decodes`; ROUGE and WER/CER where the problem's metrics
-name them), and
-the evaluation during training does not decode.
+Decode-time names (`DECODE_METRICS`: "bleu", "rouge_1", "rouge_2", "rouge_l", "wer",
+"cer") need decoded text, so `compute_metrics` skips them: each training evaluation
+decodes eval examples greedily and scores them (t2t.trainer.eval_decoding: "bleu" reports
+bleu and chrf, any ROUGE name rouge_1, rouge_2 and rouge_l), and t2t-decoder scores its
+decodes against references (`t2t.decoding.decode_scores.score_decodes`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from t2t.utils import metrics as metric_names
 Pair = tuple[tf.Tensor, tf.Tensor]
 WeightsFn = Callable[[tf.Tensor], tf.Tensor]
 
-DECODE_METRICS = ("bleu", "rouge_2", "rouge_l", "wer", "cer")
+DECODE_METRICS = ("bleu", "rouge_1", "rouge_2", "rouge_l", "wer", "cer")
 
 
 def weights_nonzero(targets: tf.Tensor) -> tf.Tensor:

@@ -45,6 +45,10 @@ _ALIASES = {
     "adam": "adam",
     "true_adam": "adam",
     "lazy_adam": "adam",
+    # T2T's MultistepAdam: Adam over optimizer_multistep_accumulate_steps micro-batches,
+    # which t2t accumulates for every optimizer (t2t.trainer.accumulation).
+    "multistepadam": "adam",
+    "multistep_adam": "adam",
     "adamw": "adamw",
     "adam_w": "adamw",
     "sgd": "sgd",
@@ -60,7 +64,7 @@ def optimizer_name(name: str) -> str:
     if key not in _ALIASES:
         raise ValueError(
             f"Unknown optimizer {name!r}: hparams.optimizer must be one of "
-            f"{', '.join(OPTIMIZERS)} (any case; aliases: true_adam, adam_w)."
+            f"{', '.join(OPTIMIZERS)} (any case; aliases: true_adam, adam_w, MultistepAdam)."
         )
     return _ALIASES[key]
 

@@ -148,6 +148,17 @@ def record_run(output_dir: str, run: dict[str, Any], hparams: HParams, *,
     _write_json(os.path.join(output_dir, HPARAMS_FILE), hparams.values())
 
 
+def read_run_record(output_dir: str) -> dict[str, Any]:
+    """run.json's contents ({} when the run has none yet)."""
+    path = os.path.join(output_dir, RUN_FILE)
+    return _read_json(path) if os.path.exists(path) else {}
+
+
+def update_run_record(output_dir: str, key: str, value: Any) -> None:
+    """Sets run.json's `key` to `value`, the rest kept (written whole, atomically)."""
+    _write_json(os.path.join(output_dir, RUN_FILE), {**read_run_record(output_dir), key: value})
+
+
 def eval_name(split: str = DEV_SPLIT) -> str:
     """What a split's evaluations are recorded under: "eval" for dev, else "eval_SPLIT"
     (the TensorBoard folder; the results file adds "_results.jsonl" after it)."""

@@ -18,6 +18,8 @@ loop (t2t.trainer.loop) runs its steps under the runtime's strategy hooks.
 The loss of a replica is its sum of token losses divided by the token count of the
 global batch, so Keras' `apply_gradients` (which sums gradients over replicas) applies
 the exact global mean; auxiliary losses and weight decay are averaged over replicas.
+With `optimizer_multistep_accumulate_steps` N > 1 an update is N micro-batches, each
+weighted by its global token count (t2t.trainer.accumulation).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
-from t2t.trainer import distillation, layer_stats, optimizers
+from t2t.trainer import accumulation, distillation, layer_stats, optimizers
 from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib
 
@@ -73,13 +75,24 @@ def count_tokens(features: dict[str, tf.Tensor]) -> tf.Tensor:
 class TrainStep:
     """A replica's training step, `step(features) -> (loss, grad norm, counts)`, in its
     two halves: `gradients(features) -> (loss, grads, counts)` and `apply(loss, grads,
-    counts)` (a DTensor mesh runs them as two functions: see t2t.trainer.mesh_hooks)."""
+    counts)` (a DTensor mesh runs them as two functions: see t2t.trainer.mesh_hooks).
 
-    def __init__(self, gradients: Callable, apply: Callable):
-        self.gradients, self.apply = gradients, apply
+    With `accumulate_steps` N > 1 one update takes N micro-batches (see
+    t2t.trainer.accumulation): the hooks add up `micro_batch(features) -> Sums` of each,
+    then `finish(sums) -> (loss, grad norm, counts)` applies their mean. `variables`:
+    the trainable variables the gradients are of, in order."""
+
+    def __init__(self, gradients: Callable, apply: Callable, micro_batch: Callable,
+                 variables: list[Any], accumulate_steps: int = 1):
+        self.gradients, self.apply, self.micro_batch = gradients, apply, micro_batch
+        self.variables, self.accumulate_steps = variables, accumulate_steps
 
     def __call__(self, features: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         return self.apply(*self.gradients(features))
+
+    def finish(self, sums: accumulation.Sums) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Applies the mean of the accumulated micro-batches: (loss, grad norm, counts)."""
+        return self.apply(*accumulation.mean(sums))
 
 
 class Task:
@@ -91,6 +104,8 @@ class Task:
         self.eval_split = problem.check_split(eval_split)  # UnknownSplitError, before work
         self.problem, self.model_name, self.hparams = problem, model_name, hparams
         self.hparams_set = hparams_set  # the registered name `hparams` came from, if known
+        # Micro-batches per optimizer update (1: none); a bad value fails here, first.
+        self.accumulate_steps = accumulation.accumulate_steps(hparams)
         self.data_dir = data_dir
         self.problem_hparams = problem.hparams(data_dir)
         self._byte_lengths: np.ndarray | None = None
@@ -190,6 +205,12 @@ class Task:
         """This replica's share of the loss to minimize (in a replica context): the
         training loss over the global token count, plus the auxiliary losses and weight
         decay divided among the replicas."""
+        return self.weighted_losses(losses, variables)[0]
+
+    def weighted_losses(self, losses: dict[str, tuple[tf.Tensor, tf.Tensor]],
+                        variables: list[Any]) -> tuple[tf.Tensor, tf.Tensor]:
+        """(`build_losses`, the global token count of the batch: float32 scalar, the
+        batch's weight among accumulated micro-batches, t2t.trainer.accumulation)."""
         ctx = tf.distribute.get_replica_context()
         numerator, denominator = losses[TRAINING_LOSS]
         global_denominator = ctx.all_reduce(tf.distribute.ReduceOp.SUM, denominator)
@@ -197,7 +218,8 @@ class Task:
         for name, (value, _) in losses.items():
             if name != TRAINING_LOSS:
                 loss += value / ctx.num_replicas_in_sync
-        return loss + optimizers.weight_decay_loss(variables, self.hparams) / ctx.num_replicas_in_sync
+        loss += optimizers.weight_decay_loss(variables, self.hparams) / ctx.num_replicas_in_sync
+        return loss, tf.cast(global_denominator, tf.float32)
 
     def training_losses(self, model: Any, features: dict[str, tf.Tensor]
                         ) -> dict[str, tuple[tf.Tensor, tf.Tensor]]:
@@ -219,22 +241,24 @@ class Task:
         trainable variable; layer_stats.variable_groups), each group's squared gradient
         norm before clipping); the forward/backward pass is XLA-compiled if asked.
         `dense_gradients`: embedding gradients as dense tensors (a DTensor mesh has no
-        sparse scatter updates)."""
+        sparse scatter updates). The TrainStep carries the task's `accumulate_steps`
+        and the `micro_batch` half the hooks accumulate with."""
         variables = optimizers.trainable_parts(model)
         clip_norm = self.hparams.clip_grad_norm
 
         def forward_backward(features):
             with tf.GradientTape() as tape:
-                loss = self.build_losses(self.training_losses(model, features), variables)
+                loss, weight = self.weighted_losses(self.training_losses(model, features),
+                                                    variables)
                 scaled = optimizer.scale_loss(loss) if hasattr(optimizer, "scale_loss") else loss
-            return loss, tape.gradient(scaled, variables), count_tokens(features)
+            return loss, tape.gradient(scaled, variables), count_tokens(features), weight
 
         if xla_compile:
             model.xla_ops_only = True  # layers with a faster op XLA cannot compile use another
             forward_backward = tf.function(forward_backward, jit_compile=True)
 
         def gradients(features):
-            loss, grads, counts = forward_backward(features)
+            loss, grads, counts, _ = forward_backward(features)
             if dense_gradients:
                 grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                          for g in grads]
@@ -254,7 +278,10 @@ class Task:
             optimizer.apply_gradients(zip(grads, variables, strict=True))
             return loss, grad_norm, counts
 
-        return TrainStep(gradients, apply)
+        def micro_batch(features):  # dense gradients: they are added up
+            return accumulation.weighted(*forward_backward(features))
+
+        return TrainStep(gradients, apply, micro_batch, variables, self.accumulate_steps)
 
     def validation_step(self, features: dict[str, tf.Tensor], model: Any,
                         metric_names: list[str]) -> dict[str, tf.Tensor]:

@@ -23,10 +23,12 @@ import tensorflow as tf
 from absl import logging
 
 from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
-from t2t.hparams.hparams import HParams
+from t2t.hparams import t2t_names
+from t2t.hparams.hparams import HParams, HParamsError
 from t2t.parallel import mesh_layout, sharding
+from t2t.problems import length_report
 from t2t.problems import problem as problem_lib
-from t2t.trainer import debugging, distillation, profiling, run_dir
+from t2t.trainer import accumulation, debugging, distillation, profiling, run_dir
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import runtime as runtime_lib
 from t2t.trainer import strategy as strategy_lib
@@ -48,6 +50,27 @@ def check_config(config: TrainerConfig) -> None:
                          f"batches to overfit (>= 1), or 0 to train normally.")
 
 
+def _started_runtime(runtime: Any, hparams: HParams) -> runtime_lib.Runtime:
+    """`runtime` (a Runtime, a RuntimeConfig or None to start, or a strategy to wrap) as a
+    started Runtime, in the mixed precision Tensor2Tensor's hparam activation_dtype asks
+    for when the config names none (t2t.hparams.t2t_names.mixed_precision)."""
+    if isinstance(runtime, tf.distribute.Strategy):  # as t2t < #18 took it
+        runtime = runtime_lib.start(None, strategy=runtime)
+    elif not isinstance(runtime, runtime_lib.Runtime):
+        config = runtime or RuntimeConfig()
+        config = dataclasses.replace(config, mixed_precision=t2t_names.mixed_precision(
+            hparams, config.mixed_precision))
+        runtime = runtime_lib.start(config, mesh_shape=hparams.get("mesh_shape") or "",
+                                    layout=hparams.get("layout") or "")
+    wanted = t2t_names.mixed_precision(hparams, runtime.config.mixed_precision)
+    if wanted != runtime.config.mixed_precision:
+        raise HParamsError(
+            f"hparam activation_dtype={hparams.activation_dtype!r} asks for mixed_precision="
+            f"{wanted!r}, but the given runtime was started without it: start it with "
+            f"RuntimeConfig(mixed_precision={wanted!r}), or set activation_dtype=float32.")
+    return runtime
+
+
 class Trainer:
     """Builds a run's model, optimizer, data and checkpoints, then trains and evaluates
     through its `loop` (train, train_and_evaluate, evaluate, continuous_eval, save)."""
@@ -64,11 +87,7 @@ class Trainer:
         input_config: InputConfig | None = None,
         run_info: dict[str, Any] | None = None,
     ):
-        if isinstance(runtime, tf.distribute.Strategy):  # as t2t < #18 took it
-            runtime = runtime_lib.start(None, strategy=runtime)
-        elif not isinstance(runtime, runtime_lib.Runtime):
-            runtime = runtime_lib.start(runtime, mesh_shape=hparams.get("mesh_shape") or "",
-                                        layout=hparams.get("layout") or "")
+        runtime = _started_runtime(runtime, hparams)
         mesh_layout.check_runtime_mesh(hparams, runtime.mesh)
         self.runtime, self.config = runtime, config or TrainerConfig()
         check_config(self.config)
@@ -110,6 +129,16 @@ class Trainer:
         self._record(latest, update_locations=latest is None)
         if latest is not None and self.config.schedule in TRAINING_SCHEDULES:
             self.checkpoints.after_save = self._record_locations
+        if runtime.is_chief:  # what the length filter drops, said before the first step
+            length_report.report_input_lengths(
+                problem, data_dir, hparams, self.batching,
+                train=self.config.schedule in TRAINING_SCHEDULES,
+                eval_split=None if self.config.schedule == "train" else self.task.eval_split)
+        if (runtime.is_chief and self.task.accumulate_steps > 1
+                and self.config.schedule in TRAINING_SCHEDULES):  # steps count updates
+            print(accumulation.description_of_run(
+                self.task.accumulate_steps, self.batching, problem.batch_size_means_tokens,
+                runtime.num_replicas, on_mesh=runtime.mesh is not None), flush=True)
         self.loop = TrainingLoop(
             self.task, self.hooks, model, optimizer, learning_rate, self.checkpoints,
             iterator, self.config, output_dir, input_config=self.input_config,

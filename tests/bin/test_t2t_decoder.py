@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from t2t import registry, usr_dir
 from t2t.decoding import text_metrics
@@ -307,3 +308,76 @@ def test_rouge_without_rouge_score_installed(summary_run, tmp_path):
     assert "BLEU|nrefs:1|" in dev.stdout and "ROUGE-" not in dev.stdout
     assert f"note: ROUGE skipped: {message}" in dev.stderr
     assert "Traceback" not in failed.stderr + dev.stderr
+
+
+# ------------------------------------------ output paths, shards, T2T's decode hparams
+def test_output_paths_are_checked_before_the_model_loads(run_dir, tmp_path):
+    data_dir, output_dir = run_dir
+    (tmp_path / "in.txt").write_text("1 0\n")
+    (tmp_path / "a_folder").mkdir()
+    text = (f"--output_dir={output_dir}", f"--data_dir={data_dir}", FAST,
+            f"--decode_from_file={tmp_path / 'in.txt'}")
+    folder = _decode(*text, f"--decode_to_file={tmp_path / 'a_folder'}")
+    assert folder.code == 1
+    assert f"error: --decode_to_file={tmp_path / 'a_folder'} is a folder, not a file" in folder.err
+    no_parent = _decode(*text, f"--decode_to_file={tmp_path / 'no' / 'out.txt'}")
+    assert no_parent.code == 1
+    assert f"its folder {tmp_path / 'no'} does not exist: create it" in no_parent.err
+    # Image generation: DECODE_TO_FILE is the grid's PNG, its samples go in NAME/. The
+    # run's checkpoint is not an imagetransformer's: loading it would fail differently.
+    image_run = tmp_path / "image_run"
+    tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(image_run / "ckpt"))
+    image = ("--problem=image_fashion_mnist_rev", "--model=imagetransformer",
+             "--hparams_set=imagetransformer_tiny_cpu", f"--output_dir={image_run}",
+             f"--data_dir={tmp_path}")
+    no_png = _decode(*image, f"--decode_to_file={tmp_path / 'samples'}")
+    assert no_png.code == 1 and (f"give the grid's PNG file (e.g. --decode_to_file="
+                                 f"{tmp_path / 'samples'}.png)") in no_png.err
+    assert not (tmp_path / "samples").exists()  # was: a folder made, then IsADirectoryError
+    (tmp_path / "grid.png").mkdir()
+    png_folder = _decode(*image, f"--decode_to_file={tmp_path / 'grid.png'}")
+    assert png_folder.code == 1 and "grid.png is a folder, not a file" in png_folder.err
+    (tmp_path / "taken").write_text("")
+    taken = _decode(*image, f"--decode_to_file={tmp_path / 'taken.png'}")
+    assert taken.code == 1 and f"{tmp_path / 'taken'}, where the samples go, is a file" in taken.err
+    results = (folder, no_parent, no_png, png_folder, taken)
+    assert not any(r.traceback or "does not match model" in r.err for r in results)
+
+
+def test_shards_delimiter_and_num_decodes(run_dir, tmp_path):
+    data_dir, output_dir = run_dir
+    lines = ["1 0 1", "0", "1 1 0 0", "0 1", "1"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "in.txt001").write_text("0 0 1\n1 1\n")  # T2T's split file of shard 1
+    files = (f"--output_dir={output_dir}", f"--data_dir={data_dir}",
+             f"--decode_from_file={tmp_path / 'in.txt'}", f"--decode_to_file={tmp_path / 'out'}")
+    split = _decode(*files, FAST + ",shards=2,shard_id=1")
+    assert split.code == 0, split.err[-3000:]
+    assert f"Decoded 2 lines of {tmp_path / 'in.txt001'} in" in split.out
+    assert len((tmp_path / "out001").read_text().splitlines()) == 2
+    part = _decode(*files, FAST + ",shards=3,shard_id=0")  # no in.txt000: part 0 of in.txt
+    assert part.code == 0, part.err[-3000:]
+    assert f"Decoded 2 lines of {tmp_path / 'in.txt'} (part 0 of 0..2) in" in part.out
+    assert len((tmp_path / "out000").read_text().splitlines()) == 2
+    bad = _decode(*files, FAST + ",shards=2,shard_id=2")
+    assert bad.code == 1 and "shard_id=2 (need 0 <= shard_id < shards=2" in bad.err
+    scored = _decode(*files, FAST + ",shards=2", f"--decode_reference={tmp_path / 'in.txt'}")
+    assert scored.code == 1 and "concatenate the shards' decodes in order" in scored.err
+    # Records between ';', two passes, scored against the ;-separated references.
+    (tmp_path / "in.txt").write_text(";".join(lines))
+    (tmp_path / "ref.txt").write_text(";\n".join(lines) + ";\n")
+    passes = _decode(*files, FAST + ",delimiter=;,num_decodes=2",
+                     f"--decode_reference={tmp_path / 'ref.txt'}")
+    assert passes.code == 0, passes.err[-3000:]
+    outputs = (tmp_path / "out").read_text().splitlines()
+    assert len(outputs) == 10 and outputs[:5] == outputs[5:]  # greedy: the passes agree
+    assert json.loads((tmp_path / "out.scores.json").read_text())["lines"] == 10
+    # The dev set: shard 1 of 2 (examples 1, 3, 5, 7) into decode_dev001.*.txt.
+    dev = _decode(f"--output_dir={output_dir}", f"--data_dir={data_dir}", "--eval_steps=1",
+                  FAST + ",shards=2,shard_id=1")
+    assert dev.code == 0, dev.err[-3000:]
+    inputs, targets = (open(os.path.join(output_dir, f"decode_dev001.{name}.txt"),
+                            encoding="utf-8").read().splitlines() for name in ("inputs", "targets"))
+    assert len(inputs) == 4 and [t.split() for t in targets] == [i.split()[::-1] for i in inputs]
+    assert "Decoded 4 dev examples" in dev.out  # (which ones: tests/decoding/test_decode_options)
+    assert not any(r.traceback for r in (split, part, bad, scored, passes, dev))

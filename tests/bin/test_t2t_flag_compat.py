@@ -23,6 +23,7 @@ FAST = "--decode_hparams=beam_size=1,batch_size=4,extra_length=3"
 MODULES = {"t2t-datagen": "t2t_datagen", "t2t-trainer": "t2t_trainer",
            "t2t-decoder": "t2t_decoder", "t2t-exporter": "t2t_exporter",
            "t2t-tuner": "t2t_tuner", "t2t-bleu": "t2t_bleu", "t2t-avg-all": "t2t_avg_all",
+           "t2t-translate-all": "t2t_translate_all",
            "t2t-launch": "t2t_launch", "t2t-make-tf-configs": "t2t_make_tf_configs"}
 LIST_FLAGS = ("import json, sys, importlib\nfrom absl import flags\n"
               "importlib.import_module('t2t.bin.' + sys.argv[1])\n"

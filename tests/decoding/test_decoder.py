@@ -83,9 +83,9 @@ def _reverse_decoder(settings=SETTINGS, max_length=0):
 def _spy_batches(decoder):
     seen, real = [], decoder._run_batch
 
-    def spy(batch):
+    def spy(batch, *args):
         seen.append([len(x) for x in batch])
-        return real(batch)
+        return real(batch, *args)
 
     decoder._run_batch = spy
     return seen
@@ -142,7 +142,7 @@ def test_a_failed_decode_leaves_no_output_file(tmp_path):
     (tmp_path / "in.txt").write_text("1 0\n")
     decoder = _reverse_decoder()
 
-    def broken(batch):
+    def broken(batch, *args):
         raise RuntimeError("boom")
 
     decoder._run_batch = broken

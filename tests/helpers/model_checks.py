@@ -274,3 +274,19 @@ def assert_beams_sorted_and_scored(model, inputs: tf.Tensor, vocab_size: int,
         stop = tokens.index(eos_id) + 1 if eos_id in tokens else len(tokens)
         expected = sum(log_probs[row, i, tokens[i]] for i in range(stop))
         np.testing.assert_allclose(scores[row, 0], expected, rtol=1e-4, atol=1e-4)
+
+
+def push_down_pad_and_eos(model, eos_logit: float = -0.4) -> None:
+    """Makes an untrained transformer_test (shared embedding) decode real tokens, not an
+    immediate EOS: the logits of PAD and EOS pushed down through the final norm's bias
+    and the shared embedding (EOS by `eos_logit`: -0.4 still ends long outputs)."""
+    from t2t.models import variable_names
+
+    named = variable_names.named_variables(model)
+    embedding = named["feature_modalities.inputs.embedding"].numpy()
+    embedding[:, 0] = 0.0
+    embedding[0, 0], embedding[1, 0] = -3.0, eos_logit
+    named["feature_modalities.inputs.embedding"].assign(embedding)
+    beta = np.zeros(named["decoder.final.norm.beta"].shape, np.float32)
+    beta[0] = 3.0
+    named["decoder.final.norm.beta"].assign(beta)

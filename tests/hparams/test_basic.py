@@ -33,7 +33,6 @@ def test_basic_params1_has_tensor2tensors_values():
         "initializer_gain": 1.5,
         "weight_decay": 1e-6,
         "norm_type": "layer",
-        "learning_rate_minimum": None,
         "shared_embedding_and_softmax_weights": False,
     }
     assert {name: hp.get(name, "MISSING") for name in expected} == expected

@@ -2,6 +2,7 @@
 
 import collections
 import itertools
+import shutil
 
 import gin
 import numpy as np
@@ -11,6 +12,7 @@ import tensorflow as tf
 from t2t import registry
 from t2t.hparams.hparams import HParams
 from t2t.problems import input_pipeline as ip
+from t2t.problems import length_report
 
 PROBLEM = "algorithmic_reverse_binary40_test"  # lengths 1..10 (+ EOS), 1000 train, 100 dev
 
@@ -33,6 +35,8 @@ def make_hparams(**overrides):
         pack_dataset=False,
         use_fixed_batch_size=False,
         min_length=0,
+        max_input_seq_length=0,
+        max_target_seq_length=0,
         batch_shuffle_size=4,
     )
     values.update(overrides)
@@ -367,3 +371,64 @@ def test_iterator_checkpoints_hold_the_position_despite_random_augmentation(
     restored = iter(ip.input_dataset(problem, "train", data_dir, hparams, config=config))
     tf.train.Checkpoint(iterator=restored).read(path).assert_consumed()
     assert [next(restored)["targets"].numpy().tolist() for _ in range(2)] == expected
+
+
+def test_truncation_comes_before_the_length_filter(data):
+    """Tensor2Tensor's max_input_seq_length / max_target_seq_length cut each example
+    before max_length filters it: with max_length=4 every cut example is kept."""
+    problem, data_dir = data
+    source = source_examples(problem, data_dir)
+    cut = collections.Counter()
+    for (inputs, targets), n in source.items():
+        cut[(inputs[:4], targets[:3])] += n
+    hparams = make_hparams(max_length=4, max_input_seq_length=4, max_target_seq_length=3,
+                           eval_drop_long_sequences=True)
+    batches = list(ip.input_dataset(problem, "eval", data_dir, hparams).as_numpy_iterator())
+    found = collections.Counter()
+    for batch in batches:
+        for inputs, targets in zip(batch["inputs"], batch["targets"], strict=True):
+            found[(tuple(inputs[inputs > 0].tolist()), tuple(targets[targets > 0].tolist()))] += 1
+    assert found == cut and max(b["inputs"].shape[1] for b in batches) <= 4
+    packed = ip.input_dataset(problem, "eval", data_dir, make_hparams(
+        max_length=4, max_input_seq_length=4, max_target_seq_length=3, pack_dataset=True))
+    rows = [(b["targets"], b["targets_segmentation"]) for b in packed.as_numpy_iterator()]
+    assert sum(int(seg.max(1).sum()) for _, seg in rows) == sum(cut.values())  # all packed
+    assert sum(int((t > 0).sum()) for t, _ in rows) == sum(len(t) * n for (_, t), n in cut.items())
+    untruncated = make_hparams(max_length=4, eval_drop_long_sequences=True)
+    kept = ip.input_dataset(problem, "eval", data_dir, untruncated).as_numpy_iterator()
+    assert sum(len(b["inputs"]) for b in kept) < sum(source.values())
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed")
+def test_speech_inputs_are_cut_in_samples_and_targets_in_characters(tmp_path):
+    """The speech sets' max_input_seq_length counts the stored 16 kHz samples (real
+    espeak-ng speech here), max_target_seq_length the transcript's ids."""
+    from t2t.hparams.basic import create_hparams
+
+    stdlib = tmp_path / "stdlib"
+    stdlib.mkdir()
+    lines = [f"Read the {noun} from the {place}." for noun in (
+        "header", "member", "record", "buffer", "socket", "handle", "table", "queue")
+        for place in ("archive", "stream", "cache", "database", "message")]  # 10% held out
+    (stdlib / "reader.py").write_text('"""' + "\n\n".join(lines) + '"""\n', encoding="utf-8")
+    problem = registry.problem("speech_synthetic_espeak")
+    problem.stdlib, problem.num_shards = str(stdlib), 1
+    problem.num_train_utterances, problem.num_eval_utterances = 2, 3
+    data_dir = str(tmp_path / "data")
+    problem.generate_data(data_dir, str(tmp_path / "tmp"), progress=False)
+    hparams = create_hparams("transformer_speech_tiny", "max_input_seq_length=8000,"
+                             "max_target_seq_length=12,max_length=8000,"
+                             "eval_drop_long_sequences=true")
+    source = collections.Counter(
+        (tuple(ex["targets"][:12].tolist()), ex["inputs"][:8000].tobytes())
+        for ex in problem.dataset("eval", data_dir, deterministic=True).as_numpy_iterator())
+    assert sum(source.values()) == 3
+    assert all(len(samples) == 8000 * 4 for _, samples in source)  # all >= 0.5 s: all cut
+    found = collections.Counter()
+    for batch in ip.input_dataset(problem, "eval", data_dir, hparams).as_numpy_iterator():
+        for inputs, targets in zip(batch["inputs"], batch["targets"], strict=True):
+            found[(tuple(targets[targets > 0].tolist()), inputs[inputs > 0].tobytes())] += 1
+    assert found == source
+    report = length_report.length_report(problem, data_dir, hparams, "dev")
+    assert (report.examples_seen, report.examples_dropped, report.longest) == (3, 0, 8000)
+    assert report.examples_truncated == 3 and report.truncated_fraction > 0.02

@@ -10,6 +10,8 @@ import gzip
 import json
 import logging
 import os
+import pathlib
+import re
 import shutil
 
 import pytest
@@ -340,3 +342,41 @@ def test_xz_bits_per_byte():
     assert 1.0 < text_files.xz_bits_per_byte(prose) < 8.0
     with pytest.raises(ValueError):
         text_files.xz_bits_per_byte("")
+
+
+README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_command(problem_name: str) -> tuple[str, str]:
+    """(--hparams_set, --hparams) of README.md's t2t-trainer command for `problem_name`."""
+    text = README.read_text(encoding="utf-8").replace("\\\n", " ")
+    for line in text.splitlines():
+        if line.lstrip().startswith("t2t-trainer") and f"--problem={problem_name} " in line:
+            flags = dict(re.findall(r"--(\w+)=(\"[^\"]*\"|'[^']*'|\S+)", line))
+            return flags["hparams_set"], flags.get("hparams", "").strip("\"'")
+    pytest.fail(f"README.md shows no t2t-trainer command with --problem={problem_name}.")
+
+
+@pytest.mark.parametrize("name", ["languagemodel_text_files", "languagemodel_python_docstrings"])
+def test_the_readme_command_keeps_the_examples_of_real_text(name, tmp_path):
+    """The README's command trains on (nearly) every example the problem cuts: the
+    problem's example length and the command's max_length agree. Real English: the
+    docstrings of the standard library's email and json packages."""
+    from t2t.hparams.basic import create_hparams
+    from t2t.problems import length_report
+
+    hparams_set, overrides = _readme_command(name)
+    stdlib, corpus = text_files.stdlib_dir(), tmp_path / "corpus"
+    prob = registry.problem(name)
+    if name == "languagemodel_python_docstrings":
+        prob.stdlib = os.path.join(stdlib, "email")
+    else:
+        for package in ("email", "json"):
+            text_files.build_docstring_corpus(os.path.join(stdlib, package), str(corpus / package))
+    data_dir = str(tmp_path / "data")
+    prob.generate_data(data_dir, str(corpus), progress=False)
+    report = length_report.length_report(prob, data_dir, create_hparams(hparams_set, overrides),
+                                         "train")
+    assert report.complete and report.examples_seen > 100 and report.longest > 200
+    assert report.examples_dropped <= 0.02 * report.examples_seen, report.message()
+    assert report.tokens_dropped <= 0.02 * report.tokens_seen, report.message()

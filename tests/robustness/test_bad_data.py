@@ -109,7 +109,7 @@ def test_datagen_data_dir_is_a_file(robustness, tmp_path):
     robustness.bad_input("t2t-datagen --data_dir=<a regular file>")
     result = run_binary("t2t-datagen", f"--problem={PROBLEM}", f"--data_dir={target}",
                         "--progress=false")
-    _assert_clear(result, "File exists", str(target))
+    _assert_clear(result, "is a file, not a folder", str(target))
     assert target.read_text() == "not a folder\n"
     robustness.data_lost([] if target.read_text() == "not a folder\n" else [str(target)])
 

@@ -428,6 +428,7 @@ def test_decoder_sigkill_half_way_then_rerun(robustness, trained_run, data_dir, 
     assert sorted(os.listdir(tmp_path)) == ["killed.log", "out.decodes", "source.txt"]
     robustness.run_completed("t2t-decoder re-run after a SIGKILL (resumed)")
     reference = tmp_path / "reference" / "out.decodes"
+    reference.parent.mkdir()
     result = _decode(trained_run, data_dir, source, reference)
     assert result.code == 0 and "Resuming" not in result.err, result.err
     robustness.run_completed("t2t-decoder, uninterrupted (reference)")
@@ -446,6 +447,7 @@ def test_decoder_resume_only_same_input_and_settings(robustness, trained_run, da
     monkeypatch.setattr(decoder_lib, "RESUME_CHUNK_LINES", 5)
     source, out = tmp_path / "source.txt", tmp_path / "out.decodes"
     source.write_text(_bit_lines(12, seed=5))
+    (tmp_path / "ref").mkdir()
     expected = _decode(trained_run, data_dir, source, tmp_path / "ref" / "x")
     assert expected.code == 0, expected.err
     expected_lines = (tmp_path / "ref" / "x").read_text().splitlines()

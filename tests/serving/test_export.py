@@ -16,12 +16,13 @@ from t2t import registry
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
-from t2t.models import checkpoints, t2t_model, variable_names
+from t2t.models import checkpoints, t2t_model
 from t2t.models.t2t_model import example_features
 from t2t.problems import image_problems, text_problems
 from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
 from tests.helpers.image_models import tiny_image_classifier_run
+from tests.helpers.model_checks import push_down_pad_and_eos
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 # alpha=2 favours long outputs: with the EOS bias below, beams are real token sequences.
@@ -38,14 +39,7 @@ def _untrained_run(root, problem, data_dir, seed=1):
     model = t2t_model.create_model("transformer", create_hparams("transformer_test"),
                                    problem_lib.TRAIN, php)
     model.build_for(example_features(php))
-    named = variable_names.named_variables(model)
-    embedding = named["feature_modalities.inputs.embedding"].numpy()
-    embedding[:, 0] = 0.0
-    embedding[0, 0], embedding[1, 0] = -3.0, -0.4
-    named["feature_modalities.inputs.embedding"].assign(embedding)
-    beta = np.zeros(named["decoder.final.norm.beta"].shape, np.float32)
-    beta[0] = 3.0
-    named["decoder.final.norm.beta"].assign(beta)
+    push_down_pad_and_eos(model, eos_logit=-0.4)
     run = str(root / "run")
     tf.train.CheckpointManager(tf.train.Checkpoint(model=checkpoints.model_trackable(model)), run, 2).save(5)
     return run

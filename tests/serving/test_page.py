@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from tests.helpers.model_checks import push_down_pad_and_eos
 from tests.helpers.serving import ServerThread, save_image_toy, save_toy
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -109,12 +110,10 @@ PROBLEM = "algorithmic_reverse_binary40_test"
 @pytest.fixture(scope="module")
 def transformer_server(tmp_path_factory):
     """t2t-serve serving a real transformer_test export (with its attention signature)."""
-    import numpy as np
 
     from t2t import registry
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.basic import create_hparams
-    from t2t.models import variable_names
     from t2t.serving import export as export_lib
     from tests.helpers.runs import untrained_run
 
@@ -123,14 +122,7 @@ def transformer_server(tmp_path_factory):
     problem, hparams = registry.problem(PROBLEM), create_hparams("transformer_test")
     model = decoder_lib.load_model(problem, "transformer", hparams, data_dir, run)
     # As tests/serving/test_export.py: push PAD and EOS down, so that outputs are not empty.
-    named = variable_names.named_variables(model)
-    embedding = named["feature_modalities.inputs.embedding"].numpy()
-    embedding[:, 0] = 0.0
-    embedding[0, 0], embedding[1, 0] = -3.0, -0.4
-    named["feature_modalities.inputs.embedding"].assign(embedding)
-    beta = np.zeros(named["decoder.final.norm.beta"].shape, np.float32)
-    beta[0] = 3.0
-    named["decoder.final.norm.beta"].assign(beta)
+    push_down_pad_and_eos(model, eos_logit=-0.4)
     export_lib.export(problem, "transformer", hparams, data_dir, run, None,
                       "beam_size=1,extra_length=3", parity_check=False, model=model)
     with ServerThread({"tiny": os.path.join(run, "export")}) as running:

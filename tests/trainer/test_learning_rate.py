@@ -129,9 +129,11 @@ def test_unknown_factor_lists_valid_names():
         lr_lib.LearningRateSchedule(hp)
 
 
-def test_multistep_accumulation_divides_step():
+def test_accumulation_leaves_the_schedule_in_updates():
+    # T2T divided its micro-batch step by N; t2t's steps count updates already.
     hp = _hp("rsqrt_decay", learning_rate_warmup_steps=100, optimizer_multistep_accumulate_steps=4)
-    assert _lr(hp, 1600) == pytest.approx(0.05)
+    assert _lr(hp, 1600) == pytest.approx(0.025)
+    assert _lr(hp, 1600) == _lr(_hp("rsqrt_decay", learning_rate_warmup_steps=100), 1600)
 
 
 # ------------------------------------------------------------------------- legacy

@@ -1,0 +1,101 @@
+"""A run that plateaus stops early; its best checkpoints are kept apart, recorded in
+run.json, kept on resume, and read by --checkpoint_path=best."""
+
+import json
+import os
+
+import pytest
+
+from t2t import registry
+from t2t.config import RuntimeConfig, TrainerConfig
+from t2t.hparams.basic import create_hparams
+from t2t.models import checkpoints
+from t2t.trainer import best_checkpoints
+from t2t.trainer.trainer import Trainer
+from tests.helpers.binaries import run_binary
+from tests.helpers.runs import NO_DECODE_SUMMARIES
+
+PROBLEM = "algorithmic_reverse_binary40_test"
+
+
+def _train(data_dir, output_dir, **config):
+    problem = registry.problem(PROBLEM)
+    hparams = create_hparams("transformer_test", "batch_size=256")
+    config = TrainerConfig(local_eval_frequency=10, save_checkpoints_steps=10, eval_steps=2,
+                           log_every_steps=10, decode_summaries=0, keep_checkpoint_max=2,
+                           **config)
+    trainer = Trainer(problem, "transformer", hparams, data_dir, output_dir, config,
+                      RuntimeConfig(random_seed=1, deterministic=True),
+                      run_info={"hparams_set": "transformer_test"})
+    return trainer, trainer.train_and_evaluate()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("data"))
+    registry.problem(PROBLEM).generate_data(path, path + "/tmp", progress=False)
+    return path
+
+
+def test_a_plateau_stops_the_run_and_best_is_kept_apart(data_dir, tmp_path):
+    """t2t-trainer with T2T's early-stopping flags, then t2t-decoder --checkpoint=best."""
+    out = str(tmp_path / "run")
+    # delta 100: nothing counts as an improvement, so the rule fires at the first
+    # evaluation 20 steps after another (step 30), long before train_steps.
+    result = run_binary(
+        "t2t-trainer", f"--problem={PROBLEM}", "--model=transformer",
+        "--hparams_set=transformer_test", "--hparams=batch_size=256", f"--data_dir={data_dir}",
+        f"--output_dir={out}", "--train_steps=200", "--local_eval_frequency=10",
+        "--save_checkpoints_steps=10", "--eval_steps=2", "--keep_checkpoint_max=2",
+        "--eval_early_stopping_steps=20", "--eval_early_stopping_metric_delta=100",
+        "--keep_best=2", "--best_metric=accuracy", "--deterministic", "--random_seed=1",
+        NO_DECODE_SUMMARIES)
+    assert result.code == 0, result.err
+    assert "Early stopping at step 30: loss has not decreased by 100" in result.out
+    record = json.load(open(os.path.join(out, "run.json")))["best_checkpoints"]
+    assert record["metric"] == "accuracy" and record["minimize"] is False
+    kept = record["checkpoints"]
+    assert len(kept) == 2 and kept[0]["value"] >= kept[1]["value"]
+    evaluations = [json.loads(line) for line in open(os.path.join(out, "eval_results.jsonl"))]
+    assert evaluations[-1]["step"] == 30
+    best = max(evaluations, key=lambda r: (r["accuracy"], -r["step"]))
+    assert kept[0]["step"] == best["step"]
+    # The rolling manager keeps 2 (steps 20 and 30); best/ holds its own files.
+    path = checkpoints.resolve_checkpoint(checkpoints.checkpoint_location("best", out))
+    assert path == os.path.join(out, "best", f"ckpt-{best['step']}")
+    source = tmp_path / "in.txt"
+    source.write_text("1 0 1 1\n")
+    decoded = run_binary("t2t-decoder", f"--output_dir={out}", "--checkpoint=best",
+                         f"--decode_from_file={source}", f"--decode_to_file={tmp_path / 'o'}",
+                         "--decode_hparams=beam_size=1")
+    assert decoded.code == 0, decoded.err
+    assert f"best/ckpt-{best['step']}" in decoded.err
+    assert len((tmp_path / "o").read_text().splitlines()) == 1
+
+
+def test_resume_keeps_the_record_and_a_new_metric_moves_it_aside(data_dir, tmp_path, capsys):
+    out = str(tmp_path / "run")
+    _train(data_dir, out, train_steps=20, keep_best=1)
+    first = best_checkpoints.read_record(out)
+    assert first["metric"] == "loss" and len(first["checkpoints"]) == 1
+    trainer, _ = _train(data_dir, out, train_steps=30, keep_best=1)
+    again = best_checkpoints.read_record(out)
+    losses = [json.loads(line)["loss"] for line in open(os.path.join(out, "eval_results.jsonl"))]
+    assert again["checkpoints"][0]["value"] == pytest.approx(min(losses))
+    capsys.readouterr()
+    _train(data_dir, out, train_steps=30, keep_best=1, best_metric="accuracy")
+    assert "moved to" in capsys.readouterr().out
+    assert os.path.isdir(os.path.join(out, "best_loss"))
+    assert best_checkpoints.read_record(out)["metric"] == "accuracy"
+
+
+def test_unknown_metrics_fail_before_the_first_step(data_dir, tmp_path):
+    out = str(tmp_path / "run")
+    with pytest.raises(ValueError, match="does not report 'acuracy'.*Did you mean: accuracy"):
+        _train(data_dir, out, train_steps=10, best_metric="acuracy")
+    assert not any(name.startswith("ckpt-") for name in os.listdir(out))
+
+
+def test_no_best_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(checkpoints.NoCheckpointError, match="no best checkpoint in .*--keep_best"):
+        checkpoints.resolve_checkpoint(checkpoints.checkpoint_location("best", str(tmp_path)))

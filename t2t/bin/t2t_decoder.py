@@ -440,10 +440,12 @@ def main(argv: list[str]) -> None:
             sys.stderr.write(f"Decoding with {model_name} from {checkpoint} "
                              f"({dhp.to_string()}); one input per line, 'q' or EOF quits.\n")
             decoder.interactive()
-        elif FLAGS.decode_from_file:
-            _decode_file(decoder, files)
         else:
-            _decode_dev(decoder, output_dir)
+            sys.stderr.write(f"Decoding with {model_name} from {checkpoint}\n")
+            if FLAGS.decode_from_file:
+                _decode_file(decoder, files)
+            else:
+                _decode_dev(decoder, output_dir)
     except (registry.UnknownNameError, HParamsError, MissingHParamError, problem_lib.DataMissingError,
             decoder_lib.DecodeError, FileNotFoundError, multi_problem.TaskChoiceError) as e:
         common_flags.fail(str(e))

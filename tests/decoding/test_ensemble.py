@@ -226,7 +226,8 @@ def test_decodes_are_scored_by_the_combined_distribution(members, settings):
     copies = outputs.shape[0] // 2
     inputs = np.repeat(INPUTS.numpy(), copies, axis=0)
     log_probs, _ = ens({"inputs": tf.constant(inputs), "targets": tf.constant(outputs)})
-    log_probs = tf.reshape(log_probs, [outputs.shape[0], LENGTH, -1]).numpy()
+    # Normalized as the decoders do (log_linear's mean log-probabilities are not).
+    log_probs = tf.nn.log_softmax(tf.reshape(log_probs, [outputs.shape[0], LENGTH, -1])).numpy()
     alpha = settings.get("alpha", 0.0) if settings.get("beam_size", 1) > 1 else 0.0
     for row, ids in enumerate(outputs):
         if scores[row] <= beam_search.NEG_INF / 2:
@@ -304,7 +305,7 @@ def test_t2t_decoder_decodes_a_file_with_an_ensemble(runs, members, tmp_path):
     for source_ids, target_ids in (([3, 2, 3, 1], [3, 2, 3, 1]), ([2, 3, 3, 1], [3, 3, 2, 1])):
         log_probs, _ = last_two({"inputs": tf.constant([source_ids]),
                                  "targets": tf.constant([target_ids])})
-        log_probs = tf.reshape(log_probs, [4, -1]).numpy()
+        log_probs = tf.nn.log_softmax(tf.reshape(log_probs, [4, -1])).numpy()  # as scored
         want.append(sum(log_probs[t, target_ids[t]] for t in range(4)))
     got = [float(line) for line in (tmp_path / "pairs.txt.scores").read_text().splitlines()]
     np.testing.assert_allclose(got, want, atol=1e-5)

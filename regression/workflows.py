@@ -312,7 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkflowError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(f"\n{args.workflow} ({settings.steps} steps per run):")
+    steps = (f"at most {settings.translation_steps}" if args.workflow == "translation_loop"
+             else str(settings.steps))
+    print(f"\n{args.workflow} ({steps} steps per run):")
     print(format_table(report["header"], report["rows"]))
     print(f"Report: {os.path.join(args.output, args.workflow, 'report.json')}")
     return 0

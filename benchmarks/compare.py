@@ -14,7 +14,7 @@ same --quick flag and the same kind of machine (CPU model and count). A selector
 
 Each key figure present in both is printed as before, now and the change in percent, with
 the noise threshold it is judged against. Direction: each entry records every key figure's
-unit and better direction (suite.Figure); for older entries without them, figures whose
+unit and better direction (figure.Figure); for older entries without them, figures whose
 names speak of time or memory (LOWER_IS_BETTER) are better lower, the rest (ratios,
 throughputs, MFU) higher. A change beyond the threshold in the worse direction is flagged
 REGRESSION, one in the better direction "better".
@@ -42,9 +42,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks import history, suite
+from benchmarks import history
+from benchmarks.figure import FLAG_CHANGE, Figure
 
-DEFAULT_NOISE = suite.FLAG_CHANGE  # 10%: no repeated runs of a figure in the history
+DEFAULT_NOISE = FLAG_CHANGE  # 10%: no repeated runs of a figure in the history
 NOISE_FLOOR = 0.02  # thresholds below 2% would flag rounding-sized changes
 LOWER_IS_BETTER = ("ms/token", "step time", "peak", "memory", "seconds", "latency")
 LIST_LIMIT = 12  # entries shown in the listing of an error message
@@ -245,7 +246,7 @@ def noise_source(entries: list[Entry], reference: Entry) -> list[str]:
 # ------------------------------------------------------------------- report
 def _format(value: float, info: Mapping[str, Any] | None) -> str:
     if info and info.get("unit"):
-        return suite.Figure("", "", value, info["unit"]).format()
+        return Figure("", "", value, info["unit"]).format()
     return f"{value:.4g}"
 
 

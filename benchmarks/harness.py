@@ -21,6 +21,7 @@ from t2t.hparams.hparams import HParams
 TRAINER, BARE = "t2t Trainer", "bare tf.function"
 WARMUP = 2  # steps before timing (the first one traces the tf.function)
 ROUNDS = 4  # interleaved rounds the timed steps are split into
+PRECISIONS = ("float32", "bfloat16")
 
 Step = Callable[[], tuple[float, float]]  # one training step -> (examples, tokens)
 
@@ -103,7 +104,17 @@ def measure_matmul(size: int = 2048, dtype: str = "float32", seconds: float = 1.
     return best
 
 
-class _policy:
+def matmul_peaks(size: int) -> dict[str, float]:
+    """Precision -> TensorFlow's dense matmul FLOP/s at size x size (measure_matmul)."""
+    return {dtype: measure_matmul(size, dtype) for dtype in PRECISIONS}
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, e.g. "1.52 1.20 0.98"."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class PrecisionPolicy:
     """Sets the Keras global dtype policy for a `with` block (layers keep theirs)."""
 
     def __init__(self, precision: str):
@@ -139,7 +150,7 @@ def trainer_path(problem: Any, model: str, hparams: HParams, data_dir: str, outp
         decode_summaries=0,
     )
     mixed = None if precision == "float32" else precision
-    with _policy("float32"):  # runtime.start sets the mixed policy itself; restored after
+    with PrecisionPolicy("float32"):  # runtime.start sets the mixed policy itself; restored after
         trainer = Trainer(problem, model, hparams, data_dir, output_dir, config,
                           runtime.start(RuntimeConfig(mixed_precision=mixed, xla_compile=xla)),
                           input_config=input_config)

@@ -50,6 +50,8 @@ def _hparams(**overrides: Any) -> HParams:
         pack_dataset=False,
         use_fixed_batch_size=False,
         min_length=0,
+        max_input_seq_length=0,  # no truncation
+        max_target_seq_length=0,
         batch_shuffle_size=512,
     )
     values.update(overrides)
@@ -90,6 +92,88 @@ def measure(
     }
 
 
+def _stages(problem: Any, data_dir: str, shuffle: int) -> dict[str, Callable[[], Any]]:
+    """Stage name -> a function making that stage's fresh iterator over batches."""
+    import tensorflow as tf
+
+    def examples() -> Any:
+        return problem.dataset("train", data_dir).repeat()
+
+    cached = problem.dataset("train", data_dir).cache()
+    for _ in cached:  # fill the cache: the "cached" rows measure batching alone
+        pass
+
+    def records_parsed() -> Any:  # batched parse, never one example at a time
+        files = problem.data_files(data_dir, "train")
+        records = tf.data.TFRecordDataset(files).repeat().batch(256)
+        parsed = records.map(problem.decode_examples, num_parallel_calls=tf.data.AUTOTUNE)
+        return parsed.map(lambda ex: {k: v.to_tensor() for k, v in ex.items()}).prefetch(2)
+
+    def bucketed(source: Any) -> Any:
+        return ip.batch_examples(
+            source,
+            batch_size=4096,
+            batch_size_means_tokens=True,
+            max_length=4096,
+            drop_long_sequences=True,
+        )
+
+    def tf_bucketing(source: Any) -> Any:
+        scheme = ip.batching_scheme(4096, 4096, 8, 1.1)
+        return source.bucket_by_sequence_length(
+            ip.example_length, scheme["boundaries"], scheme["batch_sizes"]
+        )
+
+    def training(**overrides: Any) -> Callable[[], Any]:
+        hparams = _hparams(batch_shuffle_size=shuffle, **overrides)
+        return lambda: ip.input_dataset(problem, "train", data_dir, hparams).as_numpy_iterator()
+
+    return {
+        "parse: records, batched parse_example": lambda: records_parsed().as_numpy_iterator(),
+        "parse: Problem.dataset + padded_batch(256)":
+            lambda: examples().padded_batch(256).as_numpy_iterator(),
+        "bucketing: input_dataset (training path)": training(),
+        "bucketing: batch_examples on cached examples":
+            lambda: bucketed(cached.repeat()).as_numpy_iterator(),
+        "bucketing: tf.data bucket_by_sequence_length, cached":
+            lambda: tf_bucketing(cached.repeat()).as_numpy_iterator(),
+        "packing: input_dataset, pack_dataset, max_length 256":
+            training(pack_dataset=True, max_length=256),
+        "packing: pack_examples(256) on cached examples": lambda: ip.pack_examples(
+            cached.repeat(), 256).batch(16).as_numpy_iterator(),
+    }  # fmt: skip
+
+
+def _real_text_stage(text_vocab: int, text_dir: str, shuffle: int
+                     ) -> tuple[str, Callable[[], Any]]:
+    """The real-text stage: docstring sentence pairs with a SentencePiece vocabulary."""
+    start = time.perf_counter()
+    text = real_text.make_text_problem(text_vocab, text_dir)
+    print(f"Made {text.num_examples('train'):,} docstring sentence pairs, SentencePiece "
+          f"{text_vocab} pieces, in {time.perf_counter() - start:.0f}s.")
+    hparams = _hparams(batch_shuffle_size=shuffle, max_length=256)
+    name = f"real text {text_vocab // 1024}k: input_dataset, max_length 256"
+    return name, lambda: ip.input_dataset(text, "train", text_dir, hparams).as_numpy_iterator()
+
+
+def _print_results(results: dict[str, dict[str, float]], shuffle: int, seconds: float) -> None:
+    width = max(len(name) for name in results)
+    print(
+        f"\n{'stage':<{width}}  {'examples/s':>10}  {'tokens/s':>10}  {'padded/s':>10}  "
+        f"{'real/padded':>11}  {'1st batch':>9}"
+    )
+    for name, r in results.items():
+        print(
+            f"{name:<{width}}  {r['examples_per_s']:>10,.0f}  {r['tokens_per_s']:>10,.0f}  "
+            f"{r['padded_tokens_per_s']:>10,.0f}  {r['efficiency']:>11.3f}  "
+            f"{r['first_batch_s']:>8.2f}s"
+        )
+    print(
+        f"\nbatch_size 4096 tokens; input_dataset uses batch_shuffle_size {shuffle}; "
+        f"{seconds:g}s per stage."
+    )
+
+
 def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10k examples, shorter runs")
@@ -112,80 +196,12 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
             f"Generated {problem.train_size:,} examples in {time.perf_counter() - start:.1f}s "
             f"({os.cpu_count()} CPUs, TensorFlow {tf.__version__})."
         )
-
-        def examples() -> Any:
-            return problem.dataset("train", data_dir).repeat()
-
-        cached = problem.dataset("train", data_dir).cache()
-        for _ in cached:  # fill the cache: the "cached" rows measure batching alone
-            pass
-
-        def records_parsed() -> Any:  # batched parse, never one example at a time
-            files = problem.data_files(data_dir, "train")
-            records = tf.data.TFRecordDataset(files).repeat().batch(256)
-            parsed = records.map(problem.decode_examples, num_parallel_calls=tf.data.AUTOTUNE)
-            return parsed.map(lambda ex: {k: v.to_tensor() for k, v in ex.items()}).prefetch(2)
-
-        def bucketed(source: Any) -> Any:
-            return ip.batch_examples(
-                source,
-                batch_size=4096,
-                batch_size_means_tokens=True,
-                max_length=4096,
-                drop_long_sequences=True,
-            )
-
-        def tf_bucketing(source: Any) -> Any:
-            scheme = ip.batching_scheme(4096, 4096, 8, 1.1)
-            return source.bucket_by_sequence_length(
-                ip.example_length, scheme["boundaries"], scheme["batch_sizes"]
-            )
-
-        def training(**overrides: Any) -> Callable[[], Any]:
-            hparams = _hparams(batch_shuffle_size=shuffle, **overrides)
-            return lambda: ip.input_dataset(problem, "train", data_dir, hparams).as_numpy_iterator()
-
-        stages: dict[str, Callable[[], Any]] = {
-            "parse: records, batched parse_example": lambda: records_parsed().as_numpy_iterator(),
-            "parse: Problem.dataset + padded_batch(256)":
-                lambda: examples().padded_batch(256).as_numpy_iterator(),
-            "bucketing: input_dataset (training path)": training(),
-            "bucketing: batch_examples on cached examples":
-                lambda: bucketed(cached.repeat()).as_numpy_iterator(),
-            "bucketing: tf.data bucket_by_sequence_length, cached":
-                lambda: tf_bucketing(cached.repeat()).as_numpy_iterator(),
-            "packing: input_dataset, pack_dataset, max_length 256":
-                training(pack_dataset=True, max_length=256),
-            "packing: pack_examples(256) on cached examples": lambda: ip.pack_examples(
-                cached.repeat(), 256).batch(16).as_numpy_iterator(),
-        }  # fmt: skip
+        stages = _stages(problem, data_dir, shuffle)
         if args.text_vocab:
-            text_dir = os.path.join(tmp, "text")
-            start = time.perf_counter()
-            text = real_text.make_text_problem(args.text_vocab, text_dir)
-            print(f"Made {text.num_examples('train'):,} docstring sentence pairs, SentencePiece "
-                  f"{args.text_vocab} pieces, in {time.perf_counter() - start:.0f}s.")
-            hparams = _hparams(batch_shuffle_size=shuffle, max_length=256)
-            name = f"real text {args.text_vocab // 1024}k: input_dataset, max_length 256"
-            stages[name] = lambda: ip.input_dataset(text, "train", text_dir,
-                                                    hparams).as_numpy_iterator()
+            name, make = _real_text_stage(args.text_vocab, os.path.join(tmp, "text"), shuffle)
+            stages[name] = make
         results = {name: measure(make, seconds) for name, make in stages.items()}
-
-    width = max(len(name) for name in results)
-    print(
-        f"\n{'stage':<{width}}  {'examples/s':>10}  {'tokens/s':>10}  {'padded/s':>10}  "
-        f"{'real/padded':>11}  {'1st batch':>9}"
-    )
-    for name, r in results.items():
-        print(
-            f"{name:<{width}}  {r['examples_per_s']:>10,.0f}  {r['tokens_per_s']:>10,.0f}  "
-            f"{r['padded_tokens_per_s']:>10,.0f}  {r['efficiency']:>11.3f}  "
-            f"{r['first_batch_s']:>8.2f}s"
-        )
-    print(
-        f"\nbatch_size 4096 tokens; input_dataset uses batch_shuffle_size {shuffle}; "
-        f"{seconds:g}s per stage."
-    )
+    _print_results(results, shuffle, seconds)
     return results
 
 

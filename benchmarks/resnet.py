@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import training
+from benchmarks import harness, torch_resnet, training
 from t2t.hparams import resnet as _resnet_hparams  # noqa: F401  (registers the sets)
 from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
@@ -153,7 +153,7 @@ def bare_step(problem_hparams: Any, hparams_set: str, batch: int, image_size: in
     from t2t.trainer import optimizers
 
     hp = model_hparams(hparams_set, batch)
-    with training._policy(precision):
+    with harness.PrecisionPolicy(precision):
         model = t2t_model.create_model("resnet", hp, t2t_model.TRAIN, problem_hparams)
         model.build_for(example_features(problem_hparams))
         optimizer = optimizers.create_optimizer(hp, BARE_LEARNING_RATE)
@@ -184,114 +184,10 @@ def bare_step(problem_hparams: Any, hparams_set: str, batch: int, image_size: in
 
 def torch_step(hp: HParams, batch: int, image_size: int, precision: str = "float32",
                threads: int | None = None, channels_last: bool = True) -> training.Step:
-    """A step of the same ResNet written in PyTorch (see the module doc)."""
-    import torch
-    from torch import nn
-    from torch.nn import functional as F
-
-    if threads:
-        torch.set_num_threads(threads)
-    torch.manual_seed(0)
-
-    def conv(c_in: int, c_out: int, kernel: int, stride: int) -> nn.Module:
-        # Strided convolutions pad (k-1)//2 before and k//2 after, as t2t's fixed padding.
-        if stride == 1:
-            return nn.Conv2d(c_in, c_out, kernel, 1, padding="same", bias=False)
-        total = kernel - 1
-        return nn.Sequential(nn.ZeroPad2d((total // 2, total - total // 2) * 2),
-                             nn.Conv2d(c_in, c_out, kernel, stride, bias=False))
-
-    def norm(channels: int, zero: bool = False) -> nn.BatchNorm2d:
-        layer = nn.BatchNorm2d(channels, eps=1e-5, momentum=0.1)  # t2t's decay 0.9
-        if zero:
-            nn.init.zeros_(layer.weight)
-        return layer
-
-    class Residual(nn.Module):  # pre-activation, t2t's residual_block
-        def __init__(self, c_in, filters, stride, projection):
-            super().__init__()
-            self.bn1, self.bn2 = norm(c_in), norm(filters)
-            self.projection = (nn.Sequential(conv(c_in, filters, 1, stride), norm(filters))
-                               if projection else None)
-            self.conv1, self.conv2 = conv(c_in, filters, 3, stride), conv(filters, filters, 3, 1)
-
-        def forward(self, x):
-            shortcut = x
-            x = F.relu(self.bn1(x))
-            if self.projection is not None:
-                shortcut = self.projection(x)
-            return self.conv2(F.relu(self.bn2(self.conv1(x)))) + shortcut
-
-    class Bottleneck(nn.Module):  # post-activation, t2t's bottleneck_block
-        def __init__(self, c_in, filters, stride, projection, ratio, final):
-            super().__init__()
-            out = ratio * filters
-            self.projection = (nn.Sequential(conv(c_in, out, 1, stride), norm(out))
-                               if projection else None)
-            self.conv1, self.bn1 = conv(c_in, filters, 1, 1), norm(filters)
-            self.conv2, self.bn2 = conv(filters, filters, 3, stride), norm(filters)
-            self.conv3, self.bn3 = conv(filters, out, 1, 1), norm(out, zero=final)
-
-        def forward(self, x):
-            shortcut = self.projection(x) if self.projection is not None else x
-            y = F.relu(self.bn1(self.conv1(x)))
-            y = F.relu(self.bn2(self.conv2(y)))
-            return F.relu(self.bn3(self.conv3(y)) + shortcut)
-
-    class Resnet(nn.Module):
-        def __init__(self):
-            super().__init__()
-            stem = hp.filter_sizes[0]
-            layers: list[nn.Module] = [conv(3, stem, 7, 1 if hp.is_cifar else 2), norm(stem),
-                                       nn.ReLU()]
-            if not hp.is_cifar:  # 3x3 stride-2 SAME max pool
-                layers.append(nn.MaxPool2d(3, 2, padding=1))
-            channels = stem
-            ratios = list(hp.get("bottleneck_ratios") or [4, 4, 4, 4])
-            for i in range(3 if hp.is_cifar else 4):
-                filters = hp.filter_sizes[i + 1]
-                for b in range(hp.layer_sizes[i]):
-                    stride = (1 if i == 0 else 2) if b == 0 else 1
-                    if hp.block_fn == "bottleneck":
-                        final = b > 0 and b + 1 == hp.layer_sizes[i]
-                        layers.append(Bottleneck(channels, filters, stride, b == 0, ratios[i],
-                                                 final))
-                        channels = ratios[i] * filters
-                    else:
-                        layers.append(Residual(channels, filters, stride, b == 0))
-                        channels = filters
-            self.body = nn.Sequential(*layers)
-            self.top = nn.Linear(channels, NUM_CLASSES)
-
-        def forward(self, images):
-            x = self.body(images.float() / 255.0)
-            return self.top(x.mean(dim=(2, 3)))
-
-    layout = torch.channels_last if channels_last else torch.contiguous_format
-    model = Resnet().train().to(memory_format=layout)
-    optimizer = torch.optim.SGD(model.parameters(), lr=BARE_LEARNING_RATE,
-                                momentum=hp.optimizer_momentum_momentum,
-                                nesterov=bool(hp.optimizer_momentum_nesterov),
-                                weight_decay=float(hp.weight_decay))
-    rng = np.random.default_rng(0)
-    images = torch.from_numpy(rng.integers(0, 256, [batch, 3, image_size, image_size],
-                                           dtype=np.uint8))
-    images = images.contiguous(memory_format=layout)
-    labels = torch.from_numpy(rng.integers(0, NUM_CLASSES, [batch]))
-    autocast = precision == "bfloat16"
-
-    def step() -> tuple[float, float]:
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-            logits = model(images)
-        loss = F.cross_entropy(logits.float(), labels, label_smoothing=hp.label_smoothing)
-        loss.backward()
-        optimizer.step()
-        loss.item()
-        return float(batch), float(batch)
-
-    step.model = model  # type: ignore[attr-defined]  (for the parity test)
-    return step
+    """A step of the same ResNet written in PyTorch (see the module doc and
+    benchmarks/torch_resnet.py)."""
+    return torch_resnet.train_step(hp, batch, image_size, NUM_CLASSES, BARE_LEARNING_RATE,
+                                   precision, threads, channels_last)
 
 
 # ------------------------------------------------------------------------ workers
@@ -299,7 +195,7 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
     """One precision: every model's paths, interleaved; matmul peaks before and after."""
     threads = training.tf_threads()
     out: dict[str, Any] = {"rows": [], "threads": threads, "torch": None,
-                           "matmul_flops": training._matmul_peaks(2048)}
+                           "matmul_flops": harness.matmul_peaks(2048)}
     with_torch = args.torch and training.torch_available()
     if with_torch:
         import torch
@@ -327,7 +223,7 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
                   f"steps; warm-up {r['warmup_s']:.1f}s)", flush=True)
         del paths
         gc.collect()
-    later = training._matmul_peaks(2048)
+    later = harness.matmul_peaks(2048)
     out["matmul_flops"] = {k: max(v, later[k]) for k, v in out["matmul_flops"].items()}
     return out
 
@@ -381,7 +277,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     precisions = ["float32"] if args.no_bf16 else list(PRECISIONS)
     with_torch = args.torch and training.torch_available()
     print(f"ResNet training throughput on random images, {os.cpu_count()} CPUs; load "
-          f"average {training._load()} at the start.", flush=True)
+          f"average {harness.load_average()} at the start.", flush=True)
     if args.torch and not with_torch:
         print("torch is not installed: the torch rows are skipped "
               "(pip install torch==2.13.0 into the venv to get them).", flush=True)
@@ -407,7 +303,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"Batches: {batches}; timed steps {steps_for}. TensorFlow with {results[0]['threads']} intra-op threads"
           + (f"; torch {results[0]['torch']}, channels-last." if with_torch else
              "; no torch rows."))
-    print(f"Took {elapsed:.0f}s; load average {training._load()} at the end.")
+    print(f"Took {elapsed:.0f}s; load average {harness.load_average()} at the end.")
     return {"rows": rows, "matmul_flops": peak, "steps": steps_for, "seconds": elapsed,
             "threads": results[0]["threads"], "torch": results[0]["torch"]}
 

@@ -35,7 +35,6 @@ imports TensorFlow and runs decoding with --onednn tf-default.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import importlib
 import os
@@ -46,7 +45,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import history
+from benchmarks import compare, history
+from benchmarks.figure import FLAG_CHANGE, Figure
 
 BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "distributed",
               "revnet_memory")
@@ -61,7 +61,6 @@ PIPELINE_STAGES = {  # input_pipeline stage name prefix -> label
     "bucketing: input_dataset": "training path (bucketing)",
     "packing: input_dataset": "packed path (pack_dataset)",
 }
-FLAG_CHANGE = 0.10  # changes beyond this, in the worse direction, are marked WORSE
 
 
 def _module_runner(name: str) -> Runner:
@@ -100,32 +99,6 @@ RUNNERS["distributed"] = _run_distributed
 
 
 # ---------------------------------------------------------------------- figures
-@dataclasses.dataclass
-class Figure:
-    """One key figure: `unit` is "x" (a ratio), "%" (a fraction shown as a percentage)
-    or a throughput/size unit; `better` is "higher" or "lower"."""
-
-    benchmark: str
-    label: str
-    value: float
-    unit: str = "x"
-    better: str = "higher"
-
-    @property
-    def key(self) -> str:
-        return f"{self.benchmark}: {self.label}"
-
-    def format(self, value: float | None = None) -> str:
-        value = self.value if value is None else value
-        if self.unit == "x":
-            return f"{value:.3f}x"
-        if self.unit == "%":
-            return f"{100 * value:.1f}%"
-        if self.unit == "MiB":
-            return f"{value:,.1f} MiB"
-        return f"{value:,.0f} {self.unit}"
-
-
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
@@ -538,8 +511,6 @@ def main(argv: list[str] | None = None) -> int:
     benchmarks/compare.py's command line (0: no regression, 1: one flagged, 2: usage)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compare"]:
-        from benchmarks import compare
-
         return compare.main(argv[1:])
     args = parse_args(argv)
     outcome = run(args.selected, args.quick, args.extra,

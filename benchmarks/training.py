@@ -79,13 +79,16 @@ import numpy as np
 from benchmarks import real_text
 from benchmarks.harness import (  # noqa: F401  (resnet.py reads these from here)
     BARE,
+    PRECISIONS,
     ROUNDS,
     TRAINER,
     WARMUP,
+    PrecisionPolicy,
     Step,
-    _policy,
     add_race_arguments,
     compare_rows,
+    load_average,
+    matmul_peaks,
     measure_matmul,
     run_worker_process,
     spawn_worker,
@@ -101,7 +104,6 @@ from t2t.hparams.hparams import HParams
 from t2t.problems import algorithmic, text_encoder
 
 MODELS = ("transformer_tiny", "transformer_small", "transformer_base")
-PRECISIONS = ("float32", "bfloat16")
 TORCH, TORCH_COMPILED = "torch nn.Transformer", "torch compiled"
 PATHS = (TRAINER, BARE, TORCH, TORCH_COMPILED)
 VOCABS = (8192, 32768, 12)
@@ -273,7 +275,7 @@ def bare_step(problem_hparams: Any, hparams: HParams, batches: list[dict[str, np
     from t2t.models.t2t_model import example_features
 
     hp = hparams
-    with _policy(precision):
+    with PrecisionPolicy(precision):
         model = t2t_model.create_model("transformer", hp, t2t_model.TRAIN, problem_hparams)
         model.build_for(example_features(problem_hparams))
         optimizer = keras.optimizers.Adam(
@@ -331,10 +333,6 @@ def measure_torch(hp_dims, vocab_size, batches, steps, warmup=WARMUP, precision=
 
 
 # ------------------------------------------------------------------------ workers
-def _matmul_peaks(size: int) -> dict[str, float]:
-    return {dtype: measure_matmul(size, dtype) for dtype in PRECISIONS}
-
-
 def _row_paths(name: str, vocab: int, args: argparse.Namespace, threads: int,
                with_torch: bool) -> tuple[dict[str, Step], float]:
     """The paths of one (model, vocabulary) row and its model FLOPs per token."""
@@ -363,7 +361,7 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
 
     threads = tf_threads()
     out: dict[str, Any] = {"rows": [], "threads": threads, "tf": tf.__version__,
-                           "torch": None, "matmul_flops": _matmul_peaks(args.matmul_size)}
+                           "torch": None, "matmul_flops": matmul_peaks(args.matmul_size)}
     with_torch = args.torch and torch_available()
     if with_torch:
         import torch
@@ -384,7 +382,7 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
                       flush=True)
             del paths
             gc.collect()  # ends the Trainer's input pipeline before the next row
-    later = _matmul_peaks(args.matmul_size)
+    later = matmul_peaks(args.matmul_size)
     out["matmul_flops"] = {k: max(v, later[k]) for k, v in out["matmul_flops"].items()}
     print(f"[{args.precision}] matmul {args.matmul_size}: " + ", ".join(
         f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in out["matmul_flops"].items()), flush=True)
@@ -446,10 +444,6 @@ def _table(rows: list[dict[str, Any]]) -> str:
             f"{ratio:>5}  {100 * r['mfu']:>5.1f}%  {r['cores']:>5.2f}  {r['cpu_ms']:>8.1f}"
         )
     return "\n".join(lines)
-
-
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _int_list(text: str) -> list[int]:
@@ -515,7 +509,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     precisions = ["float32"] if args.no_bf16 else list(PRECISIONS)
     with_torch = args.torch and torch_available()
     print(f"Training throughput, vocabularies {args.vocab_list}, {os.cpu_count()} CPUs; load "
-          f"average {_load()} at the start.", flush=True)
+          f"average {load_average()} at the start.", flush=True)
     if args.torch and not with_torch:
         print("torch is not installed: the torch rows are skipped "
               "(pip install torch==2.13.0 into the venv to get them).", flush=True)
@@ -564,7 +558,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{os.environ.get('OMP_WAIT_POLICY', 'PASSIVE')}." if with_torch else
         "torch rows skipped: " + ("--no-torch." if not args.torch else
                                   "torch is not installed (pip install torch==2.13.0).")))
-    print(f"Took {elapsed:.0f}s; load average {_load()} at the end.")
+    print(f"Took {elapsed:.0f}s; load average {load_average()} at the end.")
     return {"rows": rows, "matmul_flops": measured, "peak_flops": peak, "xla": args.xla,
             "steps": steps_for, "seconds": elapsed,
             "threads": threads, "tensorflow": tf_version, "torch": torch_version,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from regression.cases import Case
+from regression.case_spec import Case
 
 
 def xz_bits_per_byte(case: Case, output_dir: str) -> float:

@@ -3,7 +3,7 @@ generating images (class -> image, with the samples judged by a classifier)."""
 
 from __future__ import annotations
 
-from regression.cases import CPU_2CORE, FASHION_MNIST_MIRROR, Case
+from regression.case_spec import CPU_2CORE, FASHION_MNIST_MIRROR, Case
 
 IMAGE_CASES: tuple[Case, ...] = (
     Case(

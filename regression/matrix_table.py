@@ -10,13 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from regression import checkpoint_portability
-from regression.report import RegressionError, band_text, value_text
+from regression.report import RegressionError, band_text, rewrite_marked_file, value_text
+from t2t.utils import readme_tables
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_RESULTS = os.path.join(REPO_ROOT, "regression", "results")
 RESULTS_SUFFIX = "-tf-matrix.json"
-MATRIX_BEGIN = "<!-- tf-matrix:begin -->"
-MATRIX_END = "<!-- tf-matrix:end -->"
+MATRIX_BEGIN, MATRIX_END = readme_tables.markers("tf-matrix")
 NOT_INSTALLABLE = "not installable"
 
 
@@ -100,14 +100,12 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 def replace_marked(text: str, block: str, begin: str = MATRIX_BEGIN,
                    end: str = MATRIX_END) -> str:
-    """`text` with the lines between the marker lines `begin` and `end` replaced."""
-    lines = text.splitlines(keepends=True)
-    b = [i for i, line in enumerate(lines) if line.strip() == begin]
-    e = [i for i, line in enumerate(lines) if line.strip() == end]
-    if len(b) != 1 or len(e) != 1 or e[0] < b[0]:
-        raise RegressionError(f"need exactly one line {begin} and, below it, one line {end} "
-                              f"where the TensorFlow matrix table goes")
-    return "".join(lines[: b[0] + 1]) + block.strip() + "\n" + "".join(lines[e[0]:])
+    """`text` with the lines between the marker lines `begin` and `end` replaced
+    (t2t.utils.readme_tables.replace_block); RegressionError when they are missing."""
+    try:
+        return readme_tables.replace_block(text, block, begin, end)
+    except readme_tables.MarkerError as e:
+        raise RegressionError(str(e)) from e
 
 
 PHASES = ("install", "resolved", "tests", "regression")
@@ -168,13 +166,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
     block = markdown(merge(reports))
     print(block)
     if args.write:
-        try:
-            text = open(args.write, encoding="utf-8").read()
-            updated = replace_marked(text, block)
-        except (OSError, RegressionError) as e:
-            raise RegressionError(f"{args.write}: {e}") from e
-        with open(args.write, "w", encoding="utf-8") as f:
-            f.write(updated)
+        rewrite_marked_file(args.write, replace_marked, block)
         print(f"\nUpdated the TensorFlow matrix block of {args.write} from {len(paths)} "
               f"report(s).")
     return 0

@@ -21,11 +21,11 @@ import subprocess
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from regression.cases import Case
+from regression.case_spec import Case
+from t2t.utils import atomic_files, readme_tables
 
 REPORT_FILE = "report.json"
-BEGIN_MARKER = "<!-- results:begin -->"
-END_MARKER = "<!-- results:end -->"
+BEGIN_MARKER, END_MARKER = readme_tables.markers("results")
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 INTERRUPTED = "interrupted"
 
@@ -369,30 +369,20 @@ def report_paths(paths: Sequence[str]) -> list[str]:
 
 
 def replace_block(text: str, block: str) -> str:
-    """`text` with the lines between the results marker lines replaced by `block`.
-
-    The markers count only as lines of their own (a mention inside prose is ignored).
+    """`text` with the lines between the results marker lines replaced by `block`
+    (t2t.utils.readme_tables.replace_block: the markers count only as lines of their own,
+    a mention inside prose is ignored); RegressionError when they are missing or doubled.
     """
-    lines = text.splitlines(keepends=True)
-    begins = [i for i, line in enumerate(lines) if line.strip() == BEGIN_MARKER]
-    ends = [i for i, line in enumerate(lines) if line.strip() == END_MARKER]
-    if not begins or not ends or ends[0] < begins[0]:
-        raise RegressionError(
-            f"the README has no results block: add a line {BEGIN_MARKER} and, below it, a "
-            f"line {END_MARKER} where the table goes")
-    if len(begins) > 1 or len(ends) > 1:
-        raise RegressionError("the README has more than one results block")
-    begin, end = begins[0], ends[0]
-    head = "".join(lines[: begin + 1])
-    if not head.endswith("\n"):
-        head += "\n"
-    return head + block.strip() + "\n" + "".join(lines[end:])
-
+    try:
+        return readme_tables.replace_block(text, block, BEGIN_MARKER, END_MARKER)
+    except readme_tables.MarkerError as e:
+        raise RegressionError(str(e)) from e
 
 
 def rewrite_marked_file(path: str, replace: Callable[[str, str], str], block: str) -> None:
-    """Rewrites the file `path` with `replace(its text, block)` (a marked README block);
-    RegressionError naming the file when it cannot be read or has no markers."""
+    """Rewrites the file `path` with `replace(its text, block)` (a marked README block),
+    atomically and only when that changes it; RegressionError naming the file when it
+    cannot be read or written or has no markers."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -402,5 +392,9 @@ def rewrite_marked_file(path: str, replace: Callable[[str, str], str], block: st
         updated = replace(text, block)
     except RegressionError as e:
         raise RegressionError(f"{path}: {e}") from e
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(updated)
+    if updated == text:
+        return
+    try:
+        atomic_files.write_text(path, updated)
+    except OSError as e:
+        raise RegressionError(f"cannot write {path}: {e}") from e

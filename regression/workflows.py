@@ -41,7 +41,8 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from regression.report import format_table, machine_info
-from regression.runner import read_eval_results, stream_command, tool_command
+from regression.tools import stream_command, tool_command
+from regression.verdict import read_eval_results
 
 WORKFLOWS = ("multiproblem", "distillation", "backtranslation", "translation_loop")
 REVERSE = "algorithmic_reverse_binary40_test"

@@ -1,13 +1,14 @@
-"""Size limits and no Keras private attributes in the t2t library code.
+"""Size limits in t2t/, regression/ and benchmarks/; no Keras private attributes in t2t/.
 
 The project guide keeps every module under 600 lines and every function or method under
-80 lines, so that each piece can be read, reviewed and ported on its own. Library code
+80 lines, so that each piece can be read, reviewed and ported on its own: the library,
+the regression suite and the benchmarks alike. Library code
 must also be easy to carry across TensorFlow/Keras releases, so it never reaches into
 Keras internals: no `keras.src` imports, no private attributes such as `._kernel`,
 `._value`, `_trackable_children` or `_convert_input_args`, which change without notice
 from one release to the next.
 
-The tests read the files under t2t/ as text and with `ast`; nothing is imported.
+The tests read the files as text and with `ast`; nothing is imported.
 Failures list each offender (`path (N lines)`, `path:line name (N lines)`, `path:line`).
 """
 
@@ -21,7 +22,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PKG_DIR = REPO / "t2t"
+LIBRARY = ("t2t",)
+# The size rules hold for every Python package of the repository but the tests.
+SIZE_RULED = ("t2t", "regression", "benchmarks")
 
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
@@ -36,10 +39,12 @@ PRIVATE_KERAS = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def sources() -> dict[str, str]:
-    """Relative path ("t2t/registry.py") -> text, for every Python file under t2t/."""
-    files = sorted(p for p in PKG_DIR.rglob("*.py") if "__pycache__" not in p.parts)
+@functools.lru_cache(maxsize=4)
+def sources(roots: tuple[str, ...] = LIBRARY) -> dict[str, str]:
+    """Relative path ("t2t/registry.py") -> text, for every Python file under the folders
+    `roots` of the repository."""
+    files = sorted(p for root in roots for p in (REPO / root).rglob("*.py")
+                   if "__pycache__" not in p.parts)
     return {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8") for p in files}
 
 
@@ -87,10 +92,18 @@ def test_function_lengths_are_measured_from_def_to_end_of_body():
     assert function_lengths(ast.parse(source)) == [(4, "f", 4), (5, "f.g", 2), (9, "C.m", 2)]
 
 
+def test_the_size_rules_read_every_ruled_package():
+    """The checked files include each ruled folder's modules (a renamed folder would
+    otherwise leave the rules checking nothing)."""
+    paths = sources(SIZE_RULED)
+    for root in SIZE_RULED:
+        assert f"{root}/__init__.py" in paths, root
+
+
 def test_modules_are_short():
     offending = [
         f"{path} ({n} lines)"
-        for path, text in sources().items()
+        for path, text in sources(SIZE_RULED).items()
         if (n := len(text.splitlines())) > MAX_MODULE_LINES
     ]
     _fail_if_any(offending, f"modules over {MAX_MODULE_LINES} lines")
@@ -99,7 +112,7 @@ def test_modules_are_short():
 def test_functions_are_short():
     offending = []
     unreadable = []
-    for path, text in sources().items():
+    for path, text in sources(SIZE_RULED).items():
         try:
             tree = ast.parse(text, filename=path)
         except SyntaxError as exc:
@@ -110,7 +123,7 @@ def test_functions_are_short():
             for line, name, n in function_lengths(tree)
             if n > MAX_FUNCTION_LINES
         )
-    _fail_if_any(unreadable, "t2t sources that cannot be read")
+    _fail_if_any(unreadable, "sources that cannot be read")
     _fail_if_any(
         offending,
         f"functions and methods over {MAX_FUNCTION_LINES} lines (def line to end of body)",

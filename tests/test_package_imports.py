@@ -1,14 +1,23 @@
-"""The import direction between the parts ("units") of the t2t package.
+"""The import direction between the parts ("units") of the t2t package, and no import
+cycle or private import between any two modules of t2t/, regression/ and benchmarks/.
 
 Each subpackage of t2t/ (t2t.models, t2t.problems, ...) is one unit, and so is each module
 directly in t2t/ (t2t.registry, t2t.features, ...). These tests read the source with `ast`
-(nothing is imported, no TensorFlow) and keep the rules that let the library be carried
-across TensorFlow/Keras releases one piece at a time:
+(nothing is imported, no TensorFlow; the reader is tests/helpers/import_graph.py) and keep
+the rules that let the library be carried across TensorFlow/Keras releases one piece at a
+time:
 
 - no cycle between units, so every unit can be understood, tested and ported on its own;
+- no cycle between modules either (of t2t/, regression/ and benchmarks/; a package's
+  __init__ is a module, `from pkg import sub` imports the submodule): what two modules
+  share lives in a lower module;
+- no private name (`_x`, not a dunder) taken from another module, by `from m import _x`
+  or `m._x`: what another module needs is public;
 - models, problems and layers never import the trainer, decoding, bin, serving or tuning:
   they are the library, the rest are its users;
 - models and problems never import each other; they meet through t2t.features;
+- the data framework (t2t.data) never imports a data set (t2t.problems), and the models
+  never import t2t.problems (NEVER_IMPORTS; checked for each package that exists);
 - nothing but t2t.bin imports t2t.bin (the command-line programs are leaves);
 - `import t2t` and `import t2t.registry` stay cheap: t2t/__init__.py imports nothing
   from t2t, the registry imports no TensorFlow/Keras/NumPy and no problems, models or
@@ -16,26 +25,36 @@ across TensorFlow/Keras releases one piece at a time:
   imports only the standard library.
 
 Every import statement counts, including those inside functions. Failures list each
-offending import as `path:line (in function) statement`.
+offending import as `path:line (in function) statement`, and each cycle as the chain of
+such statements.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
 import functools
 import sys
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import import_graph
+from tests.helpers.import_graph import (
+    Import,
+    ImportCollector,
+    dedupe,
+    shortest_cycle_through,
+    strongly_connected_components,
+)
+
 PKG = "t2t"
 REPO = Path(__file__).resolve().parents[1]
 PKG_DIR = REPO / PKG
+MODULE_PACKAGES = (PKG, "regression", "benchmarks")  # no module cycle, no private import
 
-LIBRARY_UNITS = ("t2t.models", "t2t.problems", "t2t.layers")
+LIBRARY_UNITS = ("t2t.models", "t2t.data", "t2t.problems", "t2t.layers")
 USER_UNITS = ("t2t.trainer", "t2t.decoding", "t2t.bin", "t2t.serving", "t2t.tuning")
 HEAVY_TOP_LEVEL = (
     "tensorflow",
@@ -45,26 +64,12 @@ HEAVY_TOP_LEVEL = (
     "keras",
     "numpy",
 )
-REGISTRY_FORBIDDEN_UNITS = ("t2t.problems", "t2t.models", "t2t.hparams")
-
-
-@dataclasses.dataclass(frozen=True)
-class Import:
-    """One imported name of one import statement in a t2t source file."""
-
-    path: str  # relative to the repository root, e.g. "t2t/registry.py"
-    line: int
-    function: str | None  # the enclosing function or method, None at module/class level
-    statement: str  # the statement as written, e.g. "from . import problem"
-    module: str  # the absolute module it imports from, e.g. "t2t.problems" or "numpy"
-
-    @property
-    def top_level(self) -> str:
-        return self.module.split(".")[0]
-
-    def where(self) -> str:
-        scope = f" (in {self.function})" if self.function else ""
-        return f"{self.path}:{self.line}{scope} {self.statement}"
+REGISTRY_FORBIDDEN_UNITS = ("t2t.data", "t2t.problems", "t2t.models", "t2t.hparams")
+# package -> the packages it must never import (checked once the package exists).
+NEVER_IMPORTS = {
+    "t2t.data": ("t2t.problems",),  # the data framework never imports a data set
+    "t2t.models": ("t2t.problems",),
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,27 +82,6 @@ def _units() -> dict[str, str]:
         elif child.is_file() and child.suffix == ".py" and child.name != "__init__.py":
             units[child.stem] = "module"
     return units
-
-
-def _source_files() -> list[Path]:
-    return sorted(p for p in PKG_DIR.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-def _rel(path: Path) -> str:
-    return path.relative_to(REPO).as_posix()
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(REPO).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _package_of(path: Path) -> str:
-    """The package a relative import in `path` is resolved against."""
-    name = _module_name(path)
-    return name if path.name == "__init__.py" else name.rpartition(".")[0]
 
 
 def unit_of_module(module: str) -> str | None:
@@ -122,92 +106,18 @@ def unit_of_file(path: str) -> str:
     return f"{PKG}.{parts[1]}"
 
 
-def _statement_text(node: ast.Import | ast.ImportFrom) -> str:
-    names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
-    if isinstance(node, ast.Import):
-        return f"import {names}"
-    return f"from {'.' * node.level}{node.module or ''} import {names}"
-
-
-class _ImportCollector(ast.NodeVisitor):
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.rel = _rel(path)
-        self.package = _package_of(path)
-        self.scope: list[str] = []  # enclosing classes and functions, outermost first
-        self.functions = 0  # how many of the enclosing scopes are functions
-        self.imports: list[Import] = []
-        self.errors: list[str] = []
-
-    def _scoped(self, node: ast.AST, is_function: bool) -> None:
-        self.scope.append(node.name)  # type: ignore[attr-defined]
-        self.functions += is_function
-        self.generic_visit(node)
-        self.functions -= is_function
-        self.scope.pop()
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._scoped(node, False)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._scoped(node, True)
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._scoped(node, True)
-
-    def _add(self, node: ast.Import | ast.ImportFrom, module: str) -> None:
-        function = ".".join(self.scope) if self.functions else None
-        self.imports.append(Import(self.rel, node.lineno, function, _statement_text(node), module))
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self._add(node, alias.name)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level:
-            parts = self.package.split(".")
-            if node.level - 1 >= len(parts):
-                self.errors.append(
-                    f"{self.rel}:{node.lineno} {_statement_text(node)}: "
-                    "relative import goes above the t2t package"
-                )
-                return
-            base = ".".join(parts[: len(parts) - (node.level - 1)])
-            if node.module:
-                base = f"{base}.{node.module}"
-        else:
-            base = node.module or ""
-        for alias in node.names:
-            # `from t2t import registry` (or `from . import registry` in t2t/) names the
-            # unit t2t.registry; `from t2t.problems import problem` names t2t.problems
-            # whatever `problem` is, and `from os import path` names os.
-            module = base
-            if base == PKG and alias.name != "*":
-                module = f"{base}.{alias.name}"
-            self._add(node, module)
-
-
-@dataclasses.dataclass
-class _Scan:
-    imports: list[Import]
-    errors: list[str]
-
-
 @functools.lru_cache(maxsize=1)
-def scan() -> _Scan:
-    imports: list[Import] = []
-    errors: list[str] = []
-    for path in _source_files():
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        except SyntaxError as exc:
-            errors.append(f"{_rel(path)}:{exc.lineno} does not parse: {exc.msg}")
-            continue
-        collector = _ImportCollector(path)
-        collector.visit(tree)
-        imports.extend(collector.imports)
-        errors.extend(collector.errors)
-    return _Scan(imports, errors)
+def scan_all() -> import_graph.Scan:
+    """The imports of every module of t2t/, regression/ and benchmarks/."""
+    return import_graph.scan_tree(REPO, MODULE_PACKAGES)
+
+
+def scan() -> import_graph.Scan:
+    """The part of scan_all() in t2t/ (the units)."""
+    everything = scan_all()
+    return import_graph.Scan(
+        [imp for imp in everything.imports if imp.path.startswith(f"{PKG}/")],
+        [], {n: p for n, p in everything.modules.items() if p.startswith(f"{PKG}/")}, [])
 
 
 def unit_edges() -> dict[tuple[str, str], list[Import]]:
@@ -223,16 +133,8 @@ def unit_edges() -> dict[tuple[str, str], list[Import]]:
     return edges
 
 
-def _dedupe(imports: Iterable[Import]) -> list[Import]:
-    """One entry per statement (`from . import a, b` is one statement, two names)."""
-    seen: dict[tuple[str, int, str], Import] = {}
-    for imp in imports:
-        seen.setdefault((imp.path, imp.line, imp.statement), imp)
-    return sorted(seen.values(), key=lambda i: (i.path, i.line))
-
-
 def _listing(imports: Iterable[Import]) -> str:
-    return "\n".join(f"  {imp.where()}" for imp in _dedupe(imports))
+    return "\n".join(f"  {imp.where()}" for imp in dedupe(imports))
 
 
 def _fail_if_any(offending: list[Import], rule: str) -> None:
@@ -240,92 +142,20 @@ def _fail_if_any(offending: list[Import], rule: str) -> None:
         pytest.fail(f"{rule}:\n{_listing(offending)}", pytrace=False)
 
 
-def strongly_connected_components(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's algorithm; returns the components, each sorted, in a stable order."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for succ in sorted(graph.get(node, ())):
-            if succ not in index:
-                visit(succ)
-                low[node] = min(low[node], low[succ])
-            elif succ in on_stack:
-                low[node] = min(low[node], index[succ])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            components.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return sorted(components)
-
-
-def _shortest_cycle_through(start: str, graph: dict[str, set[str]], members: set[str]):
-    """The shortest path start -> ... -> start inside `members` (BFS), as a node list."""
-    parent: dict[str, str] = {}
-    queue = deque([start])
-    seen = {start}
-    while queue:
-        node = queue.popleft()
-        for succ in sorted(graph.get(node, ())):
-            if succ not in members:
-                continue
-            if succ == start:
-                path = [node]
-                while path[-1] != start:
-                    path.append(parent[path[-1]])
-                return [start, *reversed(path[:-1]), start]
-            if succ not in seen:
-                seen.add(succ)
-                parent[succ] = node
-                queue.append(succ)
-    return None
-
-
 def find_cycles() -> list[tuple[list[str], list[list[str]]]]:
     """For each component of mutually importing units: its members and a shortest cycle
     through each member (rotations of the same cycle reported once)."""
-    graph: dict[str, set[str]] = defaultdict(set)
-    for src, dst in unit_edges():
-        graph[src].add(dst)
-        graph.setdefault(dst, set())
-    found = []
-    for component in strongly_connected_components(graph):
-        if len(component) < 2:
-            continue
-        members = set(component)
-        cycles, seen = [], set()
-        for start in component:
-            cycle = _shortest_cycle_through(start, graph, members)
-            key = frozenset(zip(cycle, cycle[1:], strict=False))
-            if key not in seen:
-                seen.add(key)
-                cycles.append(cycle)
-        found.append((component, cycles))
-    return found
+    return import_graph.find_cycles(unit_edges())
 
 
 # --------------------------------------------------------------------------------- tests
 
 
 def test_sources_parse_and_relative_imports_resolve():
-    errors = scan().errors
+    errors = scan_all().errors
     if errors:
-        pytest.fail("t2t sources that cannot be read:\n" + "\n".join(errors), pytrace=False)
+        pytest.fail(f"{'/'.join(MODULE_PACKAGES)} sources that cannot be read:\n"
+                    + "\n".join(errors), pytrace=False)
 
 
 def test_units_are_discovered():
@@ -345,7 +175,7 @@ def test_relative_imports_resolve_like_python():
         "    def f(self):\n"
         "        from t2t.decoding import greedy\n"
     )
-    collector = _ImportCollector(PKG_DIR / "problems" / "example.py")
+    collector = ImportCollector(PKG_DIR / "problems" / "example.py", REPO)
     collector.visit(ast.parse(source))
     got = [
         (imp.line, imp.function, imp.module, unit_of_module(imp.module))
@@ -359,7 +189,7 @@ def test_relative_imports_resolve_like_python():
         (4, None, "numpy", None),
         (7, "C.f", "t2t.decoding", "t2t.decoding"),
     ]
-    init = _ImportCollector(PKG_DIR / "problems" / "__init__.py")
+    init = ImportCollector(PKG_DIR / "problems" / "__init__.py", REPO)
     init.visit(ast.parse("from . import problem\nfrom ... import x\n"))
     assert [imp.module for imp in init.imports] == ["t2t.problems"]
     assert len(init.errors) == 1 and "above the t2t package" in init.errors[0]
@@ -370,7 +200,7 @@ def test_cycle_search_finds_long_cycles():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
     components = strongly_connected_components(graph)
     assert [c for c in components if len(c) > 1] == [["a", "b", "c"]]
-    assert _shortest_cycle_through("b", graph, {"a", "b", "c"}) == ["b", "c", "a", "b"]
+    assert shortest_cycle_through("b", graph, {"a", "b", "c"}) == ["b", "c", "a", "b"]
 
 
 def test_package_init_imports_nothing_from_t2t():
@@ -408,7 +238,7 @@ def test_no_import_cycle_between_units():
             lines.append("  cycle: " + " -> ".join(cycle))
             for src, dst in zip(cycle, cycle[1:], strict=False):
                 lines.append(f"    {src} -> {dst}:")
-                lines.extend(f"      {imp.where()}" for imp in _dedupe(edges[(src, dst)]))
+                lines.extend(f"      {imp.where()}" for imp in dedupe(edges[(src, dst)]))
     pytest.fail("\n".join(lines), pytrace=False)
 
 
@@ -472,3 +302,78 @@ def test_features_imports_only_the_standard_library():
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     offending = [imp for imp in scan().imports if imp.path == path and imp.top_level not in stdlib]
     _fail_if_any(offending, f"{path} must import only the standard library")
+
+
+# ------------------------------------------------------------- modules of t2t, regression, benchmarks
+
+
+def test_no_import_cycle_between_modules():
+    chains = import_graph.cycle_chains(scan_all())
+    if chains:
+        pytest.fail(
+            f"import cycles between modules of {', '.join(MODULE_PACKAGES)} (move what the "
+            "modules share to a lower module), each as its chain of imports:\n"
+            + "\n".join(f"  {chain}" for chain in chains), pytrace=False)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    found = import_graph.private_imports(scan_all())
+    if found:
+        pytest.fail(
+            "private names (_x) taken from another module (make them public, or move them to "
+            "the module that uses them):\n" + "\n".join(f"  {where}" for where in found),
+            pytrace=False)
+
+
+@pytest.mark.parametrize("importer", sorted(NEVER_IMPORTS))
+def test_never_imports(importer):
+    forbidden = NEVER_IMPORTS[importer]
+    offending = import_graph.forbidden_imports(scan_all(), importer, forbidden)
+    _fail_if_any(offending, f"{importer} must never import {', '.join(forbidden)}")
+
+
+def _tree(root: Path, files: dict[str, str]) -> import_graph.Scan:
+    """A synthetic source tree under `root` ({relative path: source}), scanned."""
+    for rel, source in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(source, encoding="utf-8")
+    return import_graph.scan_tree(root, sorted({rel.split("/")[0] for rel in files}))
+
+
+def test_module_checks_find_cycles_private_names_and_forbidden_imports(tmp_path):
+    """The checkers themselves, on a tree with one violation of each kind."""
+    scan = _tree(tmp_path, {
+        "t2t/__init__.py": "",
+        "t2t/a.py": "from t2t import b\n",
+        "t2t/b.py": "def f():\n    from t2t.c import _helper, public\n",
+        "t2t/c.py": "from . import a\nimport t2t.d as d\nx = d._table + d.__doc__\n",
+        "t2t/d.py": "from t2t import __version__\n_table = {}\nx = _table\n",
+        "t2t/data/__init__.py": "",
+        "t2t/data/pipeline.py": "from t2t.problems import text_problems\n",
+        "t2t/problems/__init__.py": "",
+        "t2t/problems/text_problems.py": "from t2t.data.pipeline import read\nimport numpy\n",
+        "t2t/models/m.py": "def f():\n    import t2t.problems.text_problems as tp\n    "
+                           "return tp._private.x, tp.public._y, numpy._z, self._w\n",
+        "benchmarks/__init__.py": "",
+        "benchmarks/suite.py": "from t2t import a\n",
+    })
+    assert scan.errors == []
+    assert import_graph.cycle_chains(scan) == [
+        "t2t/a.py:1 from t2t import b -> t2t/b.py:2 (in f) from t2t.c import _helper, public "
+        "-> t2t/c.py:1 from . import a -> (back to) t2t/a.py",
+        "t2t/data/pipeline.py:1 from t2t.problems import text_problems -> "
+        "t2t/problems/text_problems.py:1 from t2t.data.pipeline import read "
+        "-> (back to) t2t/data/pipeline.py",
+    ]
+    assert import_graph.private_imports(scan) == [
+        "t2t/b.py:2 (in f) from t2t.c import _helper, public",
+        "t2t/c.py:3 d._table",
+        "t2t/models/m.py:3 (in f) tp._private",
+    ]
+    wheres = {pkg: [i.where() for i in import_graph.forbidden_imports(scan, pkg, ("t2t.problems",))]
+              for pkg in ("t2t.data", "t2t.models", "t2t.absent")}
+    assert wheres == {
+        "t2t.data": ["t2t/data/pipeline.py:1 from t2t.problems import text_problems"],
+        "t2t.models": ["t2t/models/m.py:2 (in f) import t2t.problems.text_problems as tp"],
+        "t2t.absent": [],
+    }

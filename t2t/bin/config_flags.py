@@ -19,9 +19,9 @@ from typing import Any
 
 from absl import flags
 
-from t2t.bin import flag_help
-
 FLAGS = flags.FLAGS
+
+_config_class_names: dict[str, str] = {}  # flag name -> its config class's name
 
 
 def flag_fields(config_cls: type, only: Iterable[str] | None = None,
@@ -83,9 +83,15 @@ def define(config_cls: type, *, only: Iterable[str] | None = None, exclude: Iter
             raise TypeError(f"{config_cls.__name__}.{field.name}: no flag type for {kind}.")
         for alias in meta.get("aliases") or ():
             flags.DEFINE_alias(alias, name, **owner)
-        flag_help.note_config_flag(name, config_cls.__name__)
+        _config_class_names[name] = config_cls.__name__
         names.append(name)
     return names
+
+
+def config_class_name(flag_name: str) -> str | None:
+    """The name of the config class ("TrainerConfig") whose field `define` made the flag
+    --`flag_name`; None for a flag not made by `define`."""
+    return _config_class_names.get(flag_name)
 
 
 def _calling_module() -> str:

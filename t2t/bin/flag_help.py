@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from absl import app, flags
 
+from t2t.bin import config_flags, t2t_flag_compat
 from t2t.utils import optional_deps
 
 FLAGS = flags.FLAGS
@@ -45,7 +46,6 @@ GROUP_ORDER = ("Problem, model and run", "Data", "Training", "Distribution and d
                "Decoding", "Export", "Tuning", "Input pipeline", OTHER, GENERAL)
 
 _groups: dict[str, str] = {}  # flag name -> group, explicit declarations
-_config_groups: dict[str, str] = {}  # flag name -> group, from its config class
 
 
 def group(title: str, *names: str) -> None:
@@ -55,9 +55,11 @@ def group(title: str, *names: str) -> None:
         _groups[name] = title
 
 
-def note_config_flag(name: str, config_cls_name: str) -> None:
-    """Records the group of a flag generated from config class `config_cls_name`."""
-    _config_groups[name] = CONFIG_GROUPS.get(config_cls_name, OTHER)
+def group_of(flag_name: str) -> str:
+    """The --help group of the flag --`flag_name`: its `group(...)` declaration, else the
+    group of the config class it was generated from, else "Options"."""
+    config_cls_name = config_flags.config_class_name(flag_name)
+    return _groups.get(flag_name) or CONFIG_GROUPS.get(config_cls_name or "", OTHER)
 
 
 group(GENERAL, "t2t_usr_dir", "registry_help", "gin_file", "gin_param", "verbosity")
@@ -147,8 +149,7 @@ def help_text(doc: str | None, program: str | None = None, width: int | None = N
     for flag in own:
         if _ALIAS_HELP.match(flag.help or ""):
             continue  # listed with the flag it stands for
-        title = _groups.get(flag.name) or _config_groups.get(flag.name) or OTHER
-        by_group.setdefault(title, []).append(flag)
+        by_group.setdefault(group_of(flag.name), []).append(flag)
     order = [g for g in GROUP_ORDER if g in by_group] + [
         g for g in by_group if g not in GROUP_ORDER]
     lines = [(doc or "").strip(), "", f"Usage: {program} [flags]"]
@@ -173,8 +174,6 @@ def help_text(doc: str | None, program: str | None = None, width: int | None = N
 def _parse_flags(doc: str | None, argv: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
     """absl's flag parsing, with t2t's --help first, and the shared flags the binary
     accepts (t2t_flag_compat) defined before and noted after."""
-    from t2t.bin import t2t_flag_compat
-
     for arg in argv[1:]:
         if arg == "--":
             break

@@ -19,7 +19,6 @@ README.md` writes the README's table of `T2T_FLAGS` between its t2t-flags marker
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import re
 import sys
@@ -29,6 +28,7 @@ from absl import flags
 
 from t2t import config
 from t2t.bin import config_flags
+from t2t.utils import readme_tables
 
 FLAGS = flags.FLAGS
 
@@ -327,8 +327,7 @@ def cited_flags() -> dict[str, set[str]]:
 
 _CODE = re.compile(r"((?:t2t-[a-z-]+ )?--\w+(?:=[\w,.:/=]+)?|TF_\w+|CUDA_VISIBLE_DEVICES)")
 
-BEGIN = "<!-- t2t-flags:start -->"
-END = "<!-- t2t-flags:end -->"
+BEGIN, END = readme_tables.markers("t2t-flags")
 
 
 def markdown_table() -> str:
@@ -346,42 +345,10 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-def write_readme(path: str) -> None:
-    """Replaces the block between `BEGIN` and `END` in `path` with `markdown_table()`.
-
-    Raises:
-      ValueError: `path` lacks exactly one of each marker line.
-    """
-    from t2t.utils import readme_tables
-
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    lines = text.split("\n")
-    if lines.count(BEGIN) != 1 or lines.count(END) != 1:
-        raise ValueError(f"{path} needs one {BEGIN!r} line and one {END!r} line (none, or "
-                         f"several, found): add the two marker lines where the table of "
-                         f"Tensor2Tensor flags goes, then run this again.")
-    text = readme_tables.replace_block(text, markdown_table(), BEGIN, END)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Prints the table, or with --write FILE puts it between FILE's markers."""
-    parser = argparse.ArgumentParser(description="The table of Tensor2Tensor flags that "
-                                                 "t2t renamed or dropped.")
-    parser.add_argument("--write", metavar="README", help="replace the marked block in "
-                                                          "this file")
-    args = parser.parse_args(argv)
-    if not args.write:
-        print(markdown_table())
-        return 0
-    try:
-        write_readme(args.write)
-    except (ValueError, OSError) as e:
-        sys.stderr.write(f"error: {e}\n")
-        return 1
-    return 0
+    return readme_tables.run_cli(argv, "The table of Tensor2Tensor flags that t2t renamed "
+                                 "or dropped.", markdown_table, BEGIN, END)
 
 
 if __name__ == "__main__":

@@ -109,12 +109,13 @@ def train(experiment: config.ExperimentConfig) -> None:
     from t2t.hparams.basic import create_hparams
     from t2t.trainer import runtime as runtime_lib
     from t2t.trainer import strategy as strategy_lib
+    from t2t.trainer import strategy_parameter_servers
     from t2t.trainer.trainer import Trainer
 
     task = experiment.task
     # GPU memory and the strategy first: both must be set before TensorFlow starts.
     _configure_gpus(experiment.runtime)
-    if strategy_lib.serve_if_cluster_member(experiment.runtime):
+    if strategy_parameter_servers.serve_if_cluster_member(experiment.runtime):
         return  # a ps or worker task of parameter-server training: served until killed
     output_dir, data_dir = _locations(experiment)
     tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))

@@ -28,21 +28,18 @@ numbers), `force_decode_length` (no EOS before the decode length).
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
-from t2t.decoding import audio_inputs, decode_progress, image_inputs, input_records
+from t2t.decoding import audio_inputs, image_inputs, input_records, interactive, output_file
 from t2t.decoding import settings as settings_lib
-from t2t.decoding.decode_progress import PARTIAL_SUFFIX, RECORD_SUFFIX
+from t2t.decoding.decode_result import DecodeResult, format_result, one_line  # noqa: F401
 from t2t.decoding.decode_scores import DecodeError, score_bleu, score_decodes  # noqa: F401
 from t2t.decoding.input_records import (  # noqa: F401  (re-exported)
     FILE_CHUNK_LINES,
@@ -50,6 +47,7 @@ from t2t.decoding.input_records import (  # noqa: F401  (re-exported)
     iter_text_lines,
     read_text_lines,
 )
+from t2t.decoding.output_file import write_lines  # noqa: F401  (re-exported)
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
 from t2t.features import EOS_ID, PAD_ID
 from t2t.hparams.hparams import HParams
@@ -59,15 +57,6 @@ from t2t.problems import text_encoder
 # Lines decode_file decodes (sorted by length) and records before the next: a killed
 # decode resumes after the last recorded chunk.
 RESUME_CHUNK_LINES = 1_000
-
-
-@dataclasses.dataclass
-class DecodeResult:
-    """One decoded input: the best output, its score, and every beam (text, score)."""
-
-    text: str
-    score: float
-    beams: list[tuple[str, float]]
 
 
 # ---------------------------------------------------------------- the model
@@ -115,46 +104,7 @@ def load_model(
     return model
 
 
-# ------------------------------------------------------------------ writing
-def one_line(text: str, tabs: bool) -> str:
-    """Text made safe for one line of a decodes file (and tab-free if tabs separate)."""
-    text = text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    return text.replace("\t", " ") if tabs else text
-
-
-def format_result(result: DecodeResult, decode_hparams: DecodeHParams) -> str:
-    """One output line: the best text, or every beam tab-separated (with scores)."""
-    scores = decode_hparams.write_beam_scores
-    every = decode_hparams.return_beams or decode_hparams.num_samples > 1
-    tabs = scores or every
-    beams = result.beams if every else [(result.text, result.score)]
-    parts = []
-    for text, score in beams:
-        parts.append(one_line(text, tabs))
-        if scores:
-            parts.append(f"{score:.4f}")
-    return "\t".join(parts)
-
-
-def _atomic_writer(path: str) -> tuple[IO[str], str]:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    return os.fdopen(fd, "w", encoding="utf-8", newline="\n"), tmp
-
-
-def write_lines(path: str, lines: Iterable[str]) -> None:
-    """Writes one line per item, atomically (a temporary file renamed when complete)."""
-    f, tmp = _atomic_writer(path)
-    try:
-        with f:
-            for line in lines:
-                f.write(line + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+# The old name of output_file.atomic_writer (t2t.decoding.scoring imports it).
 
 
 # ------------------------------------------------------------------ decoding
@@ -382,59 +332,32 @@ class Decoder:
         passes one after another; returns the number of lines written. See
         `format_result` for the format.
 
-        Resumable: every RESUME_CHUNK_LINES lines are appended to OUTPUT.partial and
-        recorded in OUTPUT.partial.json (lines and bytes done, the input's sha256, the
-        decode settings). A re-run after a kill continues after the last recorded chunk
-        (same chunks, so the output equals an uninterrupted run's); a changed input or
-        changed settings start over, with a warning. OUTPUT appears only when complete.
+        Resumable (t2t.decoding.output_file.ResumableOutput): every RESUME_CHUNK_LINES
+        lines are appended to OUTPUT.partial and recorded in OUTPUT.partial.json (lines
+        and bytes done, the input's sha256, the decode settings). A re-run after a kill
+        continues after the last recorded chunk (same chunks, so the output equals an
+        uninterrupted run's); a changed input or changed settings start over, with a
+        warning. OUTPUT appears only when complete.
         """
         start = time.monotonic()
-        partial, record_path = output_path + PARTIAL_SUFFIX, output_path + RECORD_SUFFIX
-        os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
         settings = self._settings_key() + (f" part={part}" if part else "")
-        record = {"input_sha256": decode_progress.file_sha256(input_path), "settings": settings,
-                  "lines": 0, "bytes": 0}
-        resumed = decode_progress.resume_point(partial, record_path, record)
-        try:
-            with open(partial, "r+b" if resumed else "wb") as f:
-                f.truncate(record["bytes"])  # a chunk cut by a kill is decoded again
-                f.seek(record["bytes"])
-                self._write_chunks(input_path, part, f, record, record_path)
-            os.replace(partial, output_path)
-            decode_progress.remove_if_exists(record_path)
-        except BaseException:
-            if record["lines"] == 0:  # nothing decoded: nothing to resume
-                decode_progress.remove_if_exists(partial)
-                decode_progress.remove_if_exists(record_path)
-            else:
-                logging.warning("Decoding stopped after %d lines of %s: run the same command "
-                                "again to continue (progress in %s).", record["lines"],
-                                input_path, record_path)
-            raise
+        with output_file.ResumableOutput(output_path, input_path, settings) as out:
+            self._write_chunks(input_path, part, out)
         elapsed = time.monotonic() - start
-        logging.info("Decoded %d lines of %s into %s in %.1f s.", record["lines"], input_path,
+        logging.info("Decoded %d lines of %s into %s in %.1f s.", out.lines, input_path,
                      output_path, elapsed)
-        return record["lines"]
+        return out.lines
 
-    def _write_chunks(self, input_path: str, part: tuple[int, int] | None, f: IO[bytes],
-                      record: dict[str, Any], record_path: str) -> None:
-        """Decodes the chunks after the record's lines into `f`, recording each."""
-        skip = record["lines"]  # lines of the chunks decoded before
+    def _write_chunks(self, input_path: str, part: tuple[int, int] | None,
+                      out: output_file.ResumableOutput) -> None:
+        """Decodes the chunks `out` does not hold yet into it, committing each."""
         for decode_pass in range(self.settings.num_decodes):
             for first, chunk in input_records.iter_record_chunks(
                     input_path, self.decode_hparams.record_delimiter, RESUME_CHUNK_LINES, part):
-                if 0 < skip < len(chunk):
-                    raise DecodeError(f"{record_path} does not end on a chunk: delete it and "
-                                      f"{record_path.removesuffix('.json')}, and decode again.")
-                if skip:
-                    skip -= len(chunk)
+                if out.decoded_before(len(chunk)):
                     continue
                 self._file_pass = decode_pass
-                lines = record["lines"] + self._decode_chunk(chunk, first, f)
-                f.flush()
-                os.fsync(f.fileno())  # the record never counts bytes not on disk
-                record.update(lines=lines, bytes=f.tell())
-                decode_progress.write_record(record_path, record)
+                out.commit(self._decode_chunk(chunk, first, out.file))
 
     def _settings_key(self) -> str:
         """What the decodes depend on besides the input: a resumed decode must match."""
@@ -458,42 +381,12 @@ class Decoder:
 
     def interactive(self, stdin: IO[str] | None = None, stdout: IO[str] | None = None,
                     prompt: str | None = None) -> int:
-        """Answers each line read from stdin until EOF or "q"; returns the count."""
-        stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-        if prompt is None:
-            prompt = "> " if stdin.isatty() else ""
-        count = 0
-        while True:
-            if prompt:
-                stdout.write(prompt)
-                stdout.flush()
-            # Bytes where the stream has them: a strict UTF-8 stdin would raise on a bad
-            # byte; like files, invalid UTF-8 is replaced with a warning.
-            raw_stdin = getattr(stdin, "buffer", None)
-            line = raw_stdin.readline() if raw_stdin is not None else stdin.readline()
-            if not line:
-                break
-            if isinstance(line, bytes):
-                line = input_records.decode_utf8(line.rstrip(b"\r\n"), f"input line {count + 1}")
-            line = line.rstrip("\r\n")
-            if line.strip() == "q":
-                break
-            count += 1
-            for decode_pass in range(self.settings.num_decodes):  # one answer per pass
-                self._write_answer(self.decode_texts([line], count, decode_pass)[0], stdout)
-            stdout.flush()
-        return count
-
-    def _write_answer(self, result: DecodeResult, stdout: IO[str]) -> None:
-        """An interactive answer: the text (and score), or each beam or sample."""
-        if self.decode_hparams.return_beams or self.settings.num_samples > 1:
-            kind = "sample" if self.settings.num_samples > 1 else "beam"
-            for k, (text, score) in enumerate(result.beams):
-                stdout.write(f"{kind} {k} ({score:.4f}): {one_line(text, False)}\n")
-        elif self.decode_hparams.write_beam_scores:
-            stdout.write(f"{one_line(result.text, True)}\t{result.score:.4f}\n")
-        else:
-            stdout.write(one_line(result.text, False) + "\n")
+        """Answers each line read from stdin until EOF or "q"; returns the count
+        (t2t.decoding.interactive)."""
+        return interactive.answer_lines(
+            lambda line, number, decode_pass: self.decode_texts([line], number, decode_pass)[0],
+            self.decode_hparams, self.settings.num_decodes, self.settings.num_samples,
+            stdin, stdout, prompt)
 
     # ---------------------------------------------------------------- dev set
     def _decode_feature(self, name: str, value: np.ndarray) -> str:

@@ -46,6 +46,7 @@ from t2t.hparams.hparams import HParams
 from t2t.models.step_interface import ANCESTRY, SLOTS
 from t2t.problems import problem as problem_lib
 from t2t.problems.multi_problem import TASK_SEPARATOR
+from t2t.utils import step_files
 
 LINEAR, LOG_LINEAR = "linear", "log_linear"
 COMBINE_MODES = (LINEAR, LOG_LINEAR)
@@ -225,11 +226,6 @@ def split_members(checkpoint_paths: str) -> list[str]:
     return members
 
 
-def checkpoint_step(path: str) -> int | None:
-    match = re.search(r"-(\d+)$", path)
-    return int(match.group(1)) if match else None
-
-
 def last_checkpoints(run_dir: str, n: int) -> list[str]:
     """The newest `n` checkpoint prefixes of a run folder, oldest first (fewer, with a
     warning, when fewer are kept); EnsembleError when n < 1, DecodeError when none."""
@@ -237,13 +233,7 @@ def last_checkpoints(run_dir: str, n: int) -> list[str]:
         raise EnsembleError(f"ensemble of the last {n} checkpoints: give N >= 1.")
     latest = decoder_lib.resolve_checkpoint(run_dir)  # DecodeError naming the folder
     folder = run_dir if "://" in run_dir else os.path.abspath(os.path.expanduser(run_dir))
-    state = tf.train.get_checkpoint_state(folder)
-    paths = []
-    for path in (state.all_model_checkpoint_paths if state else None) or [latest]:
-        path = path if os.path.isabs(path) or "://" in path else os.path.join(folder, path)
-        if tf.io.gfile.exists(path + ".index"):
-            paths.append(path)
-    paths.sort(key=lambda p: (checkpoint_step(p) is None, checkpoint_step(p) or 0))
+    paths = [found.path for found in step_files.list_checkpoints(folder)] or [latest]
     if len(paths) < n:
         logging.warning("%s keeps %d checkpoint(s), fewer than the %d asked for: the "
                         "ensemble has those.", run_dir, len(paths), n)

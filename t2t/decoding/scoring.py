@@ -27,7 +27,8 @@ from typing import IO, Any
 import numpy as np
 from absl import logging
 
-from t2t.decoding.decoder import FILE_CHUNK_LINES, DecodeError, _atomic_writer, iter_line_chunks
+from t2t.decoding.decoder import FILE_CHUNK_LINES, DecodeError, iter_line_chunks
+from t2t.decoding.output_file import atomic_writer
 from t2t.features import EOS_ID, PAD_ID, Modality
 from t2t.problems import problem as problem_lib
 
@@ -105,7 +106,7 @@ class CorpusScore:
 
 def write_corpus_score(path: str, score: CorpusScore) -> None:
     """Writes the corpus figures (`score.to_dict()`) as JSON, atomically."""
-    f, tmp = _atomic_writer(path)
+    f, tmp = atomic_writer(path)
     try:
         with f:
             # nan/inf are written as NaN/Infinity (what Python's json reads back).
@@ -295,7 +296,7 @@ class Scorer:
         invalid UTF-8 is replaced with a warning. ScoreError for a file without lines.
         """
         start, total = time.monotonic(), CorpusScore()
-        f, tmp = _atomic_writer(output_path)
+        f, tmp = atomic_writer(output_path)
         try:
             with f:
                 for chunk in iter_line_chunks(input_path):

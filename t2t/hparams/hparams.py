@@ -19,6 +19,7 @@ from typing import Any
 from absl import logging
 
 from t2t.hparams import t2t_names
+from t2t.hparams.errors import HParamsError
 from t2t.registry import close_matches
 
 _SCALAR_TYPES = (bool, int, float, str, type(None))
@@ -27,10 +28,6 @@ _SCALAR_TYPES = (bool, int, float, str, type(None))
 def _a(type_name: str) -> str:
     """'an int', 'a float': the type name with its article, for messages."""
     return ("an " if type_name[0] in "aeiou" else "a ") + type_name
-
-
-class HParamsError(ValueError):
-    """A bad hyperparameter name, value or override string."""
 
 
 _warned: set[str] = set()  # the warnings about Tensor2Tensor names given in this process
@@ -83,8 +80,9 @@ def _check_plain(name: str, value: Any) -> None:
         )
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Splits on commas that are not inside [...] brackets."""
+def split_top_level(text: str) -> list[str]:
+    """An override string split on the commas outside [...] brackets: "a=1,b=[2,3]" ->
+    ["a=1", "b=[2,3]"]; HParamsError for unbalanced brackets."""
     parts, depth, current = [], 0, []
     for char in text:
         if char == "[":
@@ -284,7 +282,7 @@ class HParams:
         if not overrides or not overrides.strip():
             return self
         parsed = {}
-        for part in _split_top_level(overrides):
+        for part in split_top_level(overrides):
             match = _OVERRIDE_RE.match(part)
             if not match:
                 raise HParamsError(
@@ -313,7 +311,7 @@ class HParams:
                 raise HParamsError(
                     f"hparam {name!r} is {_a(type(current).__name__)}, not a list; got {text!r}."
                 )
-            items = _split_top_level(text[1:-1])
+            items = split_top_level(text[1:-1])
             like = current[0] if current else None
             return [_cast(name, item, like) for item in items]
         return _cast(name, text, current)

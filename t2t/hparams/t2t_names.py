@@ -15,7 +15,7 @@ keep with the same meaning are not listed; nor are the mixture-of-experts names,
 t2t's transformer_moe sets keep, nor T2T's per-feature function tables (bottom, top,
 loss, weights_fn, name), which only T2T model code used: port such code as a T2TModel.
 
-Imports nothing from t2t (HParams imports it).
+Imports nothing from t2t but t2t.hparams.errors (HParams imports this module).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import dataclasses
 import re
 import sys
 from typing import Any
+
+from t2t.hparams.errors import HParamsError
 
 MAPPED = "mapped"  # t2t's sets keep the name; `use` says how t2t applies it
 IGNORED = "ignored"  # T2T: speed, memory or logging only; another value: a warning
@@ -229,8 +231,6 @@ def mixed_precision(hparams: Any, flag_value: str | None) -> str | None:
     --mixed_precision flag's `flag_value`, else what `hparams.activation_dtype` names
     (Tensor2Tensor's way). HParamsError for a bad activation_dtype or weight_dtype, or an
     activation_dtype the flag contradicts."""
-    from t2t.hparams.hparams import HParamsError
-
     activation = hparams.activation_dtype
     if activation not in PRECISIONS:
         raise HParamsError(f"hparam activation_dtype={activation!r}: use one of "
@@ -246,7 +246,8 @@ def mixed_precision(hparams: Any, flag_value: str | None) -> str | None:
     return flag_value or wanted
 
 
-BEGIN = "<!-- t2t-hparams:start -->"
+# readme_tables.markers("t2t-hparams"), written out: this module imports nothing from t2t.
+BEGIN = "<!-- t2t-hparams:begin -->"
 END = "<!-- t2t-hparams:end -->"
 
 

@@ -25,6 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 from t2t.features import PCM_OFFSET
+from t2t.hparams import views
+from t2t.hparams.hparams import HParams
 
 PCM_SCALE = 32768.0  # int16 full scale
 
@@ -69,7 +71,7 @@ def frame_sizes(sample_rate: int, frame_length_ms: float, frame_step_ms: float) 
     return length, step, 2 ** math.ceil(math.log2(length))
 
 
-def log_mel_features(ids: tf.Tensor, sample_rate: int, hparams: Any,
+def log_mel_features(ids: tf.Tensor, sample_rate: int, hparams: views.AudioFeatureHParams,
                      global_normalizer: Callable[[tf.Tensor, tf.Tensor], tf.Tensor] | None = None,
                      ) -> tuple[tf.Tensor, tf.Tensor]:
     """ids int32 [B, N] -> (log-mel features float32 [B, T, M, C], frames int32 [B]).
@@ -184,7 +186,7 @@ def _delta(features: tf.Tensor, frames: tf.Tensor) -> tf.Tensor:
     return delta / 10.0
 
 
-def spec_augment(features: tf.Tensor, frames: tf.Tensor, hparams: Any,
+def spec_augment(features: tf.Tensor, frames: tf.Tensor, hparams: views.SpecAugmentHParams,
                  uniform: Callable[[Any], tf.Tensor]) -> tf.Tensor:
     """SpecAugment's time and frequency masking (no warping): features [B, T, M, C] with
     `specaugment_time_masks` spans of up to `specaugment_time_mask_max_frames` frames and
@@ -210,7 +212,7 @@ def spec_augment(features: tf.Tensor, frames: tf.Tensor, hparams: Any,
     return features * keep[..., None]
 
 
-def check_audio_hparams(hparams: Any) -> None:
+def check_audio_hparams(hparams: HParams) -> None:
     """Raises ValueError naming the audio hparams a set lacks."""
     missing = [name for name in AUDIO_HPARAMS if name not in hparams]
     if missing:

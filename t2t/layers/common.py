@@ -7,6 +7,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t.hparams import views
+
 
 class Layer(keras.layers.Layer):
     """A Keras layer whose sub-layers build themselves on the first call.
@@ -135,7 +137,7 @@ class BatchNormalization(keras.layers.BatchNormalization):
         return out
 
 
-def initializer(hparams: Any) -> keras.initializers.Initializer:
+def initializer(hparams: views.InitializerHParams) -> keras.initializers.Initializer:
     """The weight initializer named by hparams.initializer, scaled by initializer_gain.
 
     "uniform_unit_scaling" is Tensor2Tensor's default for most models: variance scaling
@@ -169,7 +171,7 @@ def clone_initializer(init: Any) -> Any:
     return init
 
 
-def make_norm(hparams: Any, name: str) -> keras.layers.Layer:
+def make_norm(hparams: views.NormHParams, name: str) -> keras.layers.Layer:
     """The normalization layer hparams.norm_type names ("layer", "batch", "none")."""
     norm_type = hparams.norm_type
     if norm_type == "layer":
@@ -188,7 +190,8 @@ class PrePostProcess(Layer):
     residual. Pre-norm Transformers use preprocess "n" and postprocess "da".
     """
 
-    def __init__(self, sequence: str, hparams: Any, dropout: float, name: str | None = None):
+    def __init__(self, sequence: str, hparams: views.NormHParams, dropout: float,
+                 name: str | None = None):
         super().__init__(name=name)
         if sequence == "none":  # Tensor2Tensor's spelling of "do nothing" (basic_params1)
             sequence = ""

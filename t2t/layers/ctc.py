@@ -13,11 +13,10 @@ up to their padding, EOS included (the end of speech is a label like any other).
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
+from t2t.hparams import views
 from t2t.layers import common
 
 
@@ -25,7 +24,8 @@ class CTCLoss(common.Layer):
     """Encoder output [B, S, H] + nonpadding [B, S] + target ids [B, T] -> a scalar:
     `weight` x (sum of the batch's CTC losses, nats) / (number of target tokens)."""
 
-    def __init__(self, vocab_size: int, weight: float, hparams: Any, name: str = "ctc"):
+    def __init__(self, vocab_size: int, weight: float, hparams: views.InitializerHParams,
+                 name: str = "ctc"):
         super().__init__(name=name)
         if not weight > 0:
             raise ValueError(f"ctc_loss_weight must be > 0 to create a CTC loss, got {weight!r}.")

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t.hparams import views
 from t2t.layers import attention, common
 
 ATTENTION_TYPES = ("local_1d", "local_2d")
@@ -103,7 +104,7 @@ def local_2d_pattern(rows: int, cols: int, query_shape: tuple[int, int],
     return _pattern(rows * cols, queries, memories)
 
 
-def pattern_for(hparams: Any, rows: int, cols: int) -> LocalPattern:
+def pattern_for(hparams: views.LocalAttentionHParams, rows: int, cols: int) -> LocalPattern:
     """The pattern hparams.dec_attention_type names, for a rows x cols raster."""
     kind = hparams.dec_attention_type
     if kind == "local_1d":

@@ -23,6 +23,8 @@ import keras
 import tensorflow as tf
 
 from t2t import features
+from t2t.hparams import views
+from t2t.hparams.hparams import HParams
 from t2t.layers import audio, common, vocab_ops
 
 SYMBOL = features.Modality.SYMBOL
@@ -51,7 +53,7 @@ smoothed_cross_entropy = vocab_ops.smoothed_cross_entropy
 class Modality(common.Layer):
     """Base: subclasses implement bottom/top/loss for one kind of feature."""
 
-    def __init__(self, vocab_size: int | None, hparams: Any, name: str):
+    def __init__(self, vocab_size: int | None, hparams: views.ModalityHParams, name: str):
         super().__init__(name=name)
         self.vocab_size = vocab_size
         self.hparams = hparams
@@ -81,7 +83,8 @@ class Modality(common.Layer):
 class SymbolModality(Modality):
     """Token ids: an embedding matrix [V, H], optionally shared with the softmax."""
 
-    def __init__(self, vocab_size: int, hparams: Any, name: str = "symbol_modality",
+    def __init__(self, vocab_size: int, hparams: views.SymbolModalityHParams,
+                 name: str = "symbol_modality",
                  with_softmax: bool = True):
         super().__init__(vocab_size, hparams, name)
         self.embedding = self.add_weight(
@@ -127,7 +130,8 @@ class SymbolModality(Modality):
 class ClassLabelModality(Modality):
     """One label per example: targets [B, 1]; logits [B, 1, C] from mean-pooled body."""
 
-    def __init__(self, vocab_size: int, hparams: Any, name: str = "class_label_modality"):
+    def __init__(self, vocab_size: int, hparams: views.ModalityHParams,
+                 name: str = "class_label_modality"):
         super().__init__(vocab_size, hparams, name)
         self.embedding = keras.layers.Embedding(vocab_size, self.hidden_size, name="embedding")
         self.dense = keras.layers.Dense(vocab_size, name="logits")
@@ -173,7 +177,8 @@ class ImageTargetModality(Modality):
     sub-pixels in nats / ln 2 is bits per dimension.
     """
 
-    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "image_target_modality",
+    def __init__(self, vocab_size: int | None, hparams: views.DenseModalityHParams,
+                 name: str = "image_target_modality",
                  channels: int = 3):
         super().__init__(256, hparams, name)
         self.channels = channels
@@ -226,7 +231,8 @@ def match_target_shape(predictions: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
 class RealModality(Modality):
     """Real vectors: a dense projection in, a dense projection out, L2 loss."""
 
-    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "real_modality"):
+    def __init__(self, vocab_size: int | None, hparams: views.DenseModalityHParams,
+                 name: str = "real_modality"):
         super().__init__(vocab_size, hparams, name)
         self.depth = vocab_size or 1
         self.inp = keras.layers.Dense(self.hidden_size, kernel_initializer=common.initializer(hparams))
@@ -262,7 +268,8 @@ class AudioModality(Modality):
     `audio_frontend_layers` 3x3 convolutions of stride 2 in time and frequency (each
     halves T: 10 ms frames -> 40 ms positions with 2 layers) and a projection to H."""
 
-    def __init__(self, vocab_size: int | None, hparams: Any, name: str = "audio_modality",
+    def __init__(self, vocab_size: int | None, hparams: views.AudioModalityHParams,
+                 name: str = "audio_modality",
                  sample_rate: int | None = None):
         super().__init__(vocab_size, hparams, name)
         audio.check_audio_hparams(hparams)
@@ -316,7 +323,7 @@ _MODALITIES = {
 }
 
 
-def create_modality(kind: str, vocab_size: int | None, hparams: Any, feature: str,
+def create_modality(kind: str, vocab_size: int | None, hparams: HParams, feature: str,
                     with_softmax: bool | None = None, sample_rate: int | None = None,
                     image_shape: list[int] | None = None) -> Modality:
     """The modality layer for `feature` of kind `kind` (a Modality name).

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -53,6 +54,8 @@ class BasicFcRelu(t2t_model.T2TModel):
 
     body: features["inputs"] (see `flatten_inputs`) -> [B, 1, 1, hidden_size].
     """
+
+    HPARAMS_VIEW = views.BasicFcReluHParams
 
     def __init__(
         self,

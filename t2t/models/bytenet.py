@@ -55,6 +55,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -168,6 +169,8 @@ class ByteNet(t2t_model.T2TModel):
     body: features "inputs" [B, S, H] and "targets" [B, T, H] (embedded) -> [B, T, H].
     """
 
+    HPARAMS_VIEW = views.ByteNetHParams
+
     def __init__(
         self,
         hparams: HParams,
@@ -177,12 +180,8 @@ class ByteNet(t2t_model.T2TModel):
     ):
         super().__init__(hparams, mode, problem_hparams, **kwargs)
         hp = self.hparams
-        modality = self.problem_hparams.modality
-        if modality.get("inputs") != Modality.SYMBOL or modality.get("targets") != Modality.SYMBOL:
-            raise ValueError(
-                f"bytenet maps symbol inputs to symbol targets, but the problem's modalities "
-                f"are {modality}."
-            )
+        t2t_model.check_modalities("bytenet", self.problem_hparams.modality,
+                                   inputs=(Modality.SYMBOL,), targets=(Modality.SYMBOL,))
         kernel = check_kernel(hp, "bytenet")
         self.encoder = ResidualDilatedConv(hp, "SAME", name="encoder")
         self.decoder_start = ConvBlock(hp.hidden_size, [1], kernel, "LEFT", hp,

@@ -22,11 +22,11 @@ A dense layer then projects each position to hidden_size.
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
+from t2t.hparams import views
+from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import resnet, xception
 
@@ -34,7 +34,7 @@ IMAGE_ENCODERS = ("conv", "resnet", "xception")
 FLATTEN_ORDERS = ("raster", "columns")
 
 
-def check_image_encoder_hparams(hp: Any) -> None:
+def check_image_encoder_hparams(hp: HParams) -> None:
     """Raises ValueError naming a bad image-encoder hparam and its choices."""
     if "image_encoder" not in hp:
         raise ValueError(
@@ -63,7 +63,7 @@ class _ConvStage(common.Layer):
     """`convs` 3x3 convolutions, each with batch norm and ReLU; the last has stride 2 (or
     (2, 1): height only): [B, H, W, C] -> [B, H/2, W/2 (or W), F]."""
 
-    def __init__(self, filters: int, hparams: Any, name: str, halve_width: bool = True,
+    def __init__(self, filters: int, hparams: views.InitializerHParams, name: str, halve_width: bool = True,
                  convs: int = 2):
         super().__init__(name=name)
         self.convs = [keras.layers.Conv2D(
@@ -82,7 +82,7 @@ class _ConvStage(common.Layer):
 class ImageEncoder(common.Layer):
     """Image [B, H, W, C] (floats in [0, 1]) -> positions [B, S, hidden_size]."""
 
-    def __init__(self, hparams: Any, name: str = "image_encoder"):
+    def __init__(self, hparams: views.ImageEncoderHParams, name: str = "image_encoder"):
         super().__init__(name=name)
         check_image_encoder_hparams(hparams)
         self.kind, self.flatten = hparams.image_encoder, hparams.image_encoder_flatten

@@ -22,13 +22,12 @@ last row.
 
 from __future__ import annotations
 
-from typing import Any
-
 import keras
 import tensorflow as tf
 
 from t2t import registry
-from t2t.features import Modality
+from t2t.features import Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.layers import attention, common, feed_forward, local_attention, positional
 from t2t.models import t2t_model
 from t2t.models.step_interface import SLOTS
@@ -37,7 +36,7 @@ from t2t.models.step_interface import SLOTS
 class ImageDecoderLayer(common.Layer):
     """Local self-attention and feed-forward, each inside pre/post-processing."""
 
-    def __init__(self, hparams: Any, pattern: local_attention.LocalPattern, name: str):
+    def __init__(self, hparams: views.ImagetransformerHParams, pattern: local_attention.LocalPattern, name: str):
         super().__init__(name=name)
         dropout = hparams.layer_prepostprocess_dropout
         pre, post = hparams.layer_preprocess_sequence, hparams.layer_postprocess_sequence
@@ -67,7 +66,7 @@ class ImageDecoderLayer(common.Layer):
         return self._ffn(self.attention_post(y, residual=x, training=False), False), cache
 
 
-def _check(hp: Any, php: Any) -> list[int]:
+def _check(hp: views.ImagetransformerHParams, php: ProblemHParams) -> list[int]:
     """The target image shape [H, W, C]; ValueError naming what does not fit."""
     if php.modality.get("targets") != Modality.IMAGE:
         raise ValueError(
@@ -86,6 +85,8 @@ def _check(hp: Any, php: Any) -> list[int]:
 @registry.register_model("imagetransformer")
 class Imagetransformer(t2t_model.T2TModel):
     """Decoder-only Image Transformer with local 1-D or 2-D attention (module doc)."""
+
+    HPARAMS_VIEW = views.ImagetransformerHParams
 
     def __init__(self, hparams, mode=t2t_model.TRAIN, problem_hparams=None, name=None, **kwargs):
         super().__init__(hparams, mode, problem_hparams, name=name, **kwargs)

@@ -34,6 +34,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -317,6 +318,8 @@ class AttentionDecoder(keras.layers.Layer):
 class _LSTMSeq2seqBase(t2t_model.T2TModel):
     """Shared structure: optional encoder, a decoder, a projection to hidden_size if needed."""
 
+    HPARAMS_VIEW = views.LSTMHParams
+
     bidirectional: bool = False
     attention: bool = False
 
@@ -408,6 +411,7 @@ class LSTMSeq2seqBidirectionalEncoder(_LSTMSeq2seqBase):
 
 class _AttentionModel(_LSTMSeq2seqBase):
     attention = True
+    HPARAMS_VIEW = views.LSTMAttentionHParams
 
     def attention_weights(
         self, features: dict[str, tf.Tensor], training: bool = False

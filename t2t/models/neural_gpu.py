@@ -56,6 +56,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -113,6 +114,8 @@ class NeuralGPU(t2t_model.T2TModel):
     [B, T, H] (or [B, S, H] without targets).
     """
 
+    HPARAMS_VIEW = views.NeuralGPUHParams
+
     def __init__(
         self,
         hparams: HParams,
@@ -122,12 +125,9 @@ class NeuralGPU(t2t_model.T2TModel):
     ):
         super().__init__(hparams, mode, problem_hparams, **kwargs)
         hp = self.hparams
-        modality = self.problem_hparams.modality
-        if modality.get("inputs") != Modality.SYMBOL or modality.get("targets") != Modality.SYMBOL:
-            raise ValueError(
-                f"neural_gpu maps symbol inputs to symbol targets (one output per position), "
-                f"but the problem's modalities are {modality}."
-            )
+        t2t_model.check_modalities("neural_gpu", self.problem_hparams.modality,
+                                   inputs=(Modality.SYMBOL,), targets=(Modality.SYMBOL,),
+                                   detail=" (one output per position)")
         targets_modality = self.feature_modalities["targets"]
         if not targets_modality.share_softmax:
             # The targets are never embedded: their embedding (kept for checkpoints) takes

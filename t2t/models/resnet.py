@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -258,6 +259,9 @@ class Resnet(t2t_model.T2TModel):
     body: features["inputs"] float [B, H, W, C] -> [B, h, w, F], with h = H/4 (cifar) or
     H/32 (ImageNet layout), rounded up, and F the last layer's output channels.
     """
+
+    HPARAMS_VIEW = views.ResnetHParams
+    SMALL_IMAGE_HPARAMS_SETS = ("resnet_cifar_15", "resnet_cifar_32")
 
     def __init__(
         self,

@@ -77,6 +77,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
 
@@ -356,6 +357,8 @@ class RevNet(t2t_model.T2TModel):
     `recompute=False` (or setting `model.recompute`) trains the ordinary way, keeping
     every activation: the same function and gradients, more memory.
     """
+
+    HPARAMS_VIEW = views.RevNetHParams
 
     def __init__(
         self,

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -200,6 +201,9 @@ class ShakeShake(t2t_model.T2TModel):
 
     body: features["inputs"] float [B, H, W, C] -> [B, ceil(H/4), ceil(W/4), 4 * hidden_size].
     """
+
+    HPARAMS_VIEW = views.ShakeShakeHParams
+    SMALL_IMAGE_HPARAMS_SETS = ("shakeshake_small", "shake_shake_quick")
 
     def __init__(
         self,

@@ -76,6 +76,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import attention, common, positional
 from t2t.models import t2t_model
@@ -331,10 +332,8 @@ class ConvStack(common.Layer):
 
 def _check_hparams(hparams: HParams, modality: dict[str, str]) -> None:
     """ValueError naming the first hparam or modality slicenet cannot run with."""
-    if modality.get("inputs") != Modality.SYMBOL or modality.get("targets") not in (
-            Modality.SYMBOL, Modality.CLASS_LABEL):
-        raise ValueError(f"slicenet maps symbol inputs to symbol or class-label targets, but "
-                         f"the problem's modalities are {modality}.")
+    t2t_model.check_modalities("slicenet", modality, inputs=(Modality.SYMBOL,),
+                               targets=(Modality.SYMBOL, Modality.CLASS_LABEL))
     if hparams.attention_type not in ATTENTION_TYPES:
         raise ValueError(f"Unknown attention_type {hparams.attention_type!r}: slicenet "
                          f"supports {', '.join(ATTENTION_TYPES)}.")
@@ -351,6 +350,8 @@ class SliceNet(t2t_model.T2TModel):
     body: features "inputs" [B, S, H] and "targets" [B, T, H] (embedded) -> [B, T, H];
     for class-label targets, the encoder output [B, S, H].
     """
+
+    HPARAMS_VIEW = views.SliceNetHParams
 
     def __init__(
         self,

@@ -13,18 +13,21 @@ batch; the training loss is their ratio, computed by the trainer over all replic
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import tensorflow as tf
 
 from t2t import registry
 from t2t.features import EOS_ID, EVAL, MODES, PCM_OFFSET, PREDICT, TRAIN, Modality, ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams, HParamsError
 from t2t.layers import common, modalities
 
-__all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "T2TModel", "create_model", "decode_batch_size",
-           "example_features"]
+__all__ = ["EOS_ID", "EVAL", "PREDICT", "TRAIN", "SMALL_IMAGE_MODEL", "T2TModel", "check_modalities",
+           "create_model", "decode_batch_size", "example_features"]
+
+# The model whose SMALL_IMAGE_HPARAMS_SETS are named for a model that declares none.
+SMALL_IMAGE_MODEL = "resnet"
 
 
 class T2TModel(common.Layer):
@@ -37,6 +40,13 @@ class T2TModel(common.Layer):
     WEIGHT_DIMENSIONS: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
     # Why the model cannot have its batch split on a mesh (None: it can).
     MESH_BATCH_SPLIT_ERROR: str | None = None
+    # The model's hparams sets made for small images (28-32 px: MNIST, CIFAR), which
+    # the trainer names when training on such images diverges (Task.divergence_hint);
+    # () for a model that has none: the advice then names SMALL_IMAGE_MODEL's.
+    SMALL_IMAGE_HPARAMS_SETS: tuple[str, ...] = ()
+    # The typed view of the hparams the model reads (t2t.hparams.views); create_model
+    # checks a set against it and the views of the problem's modalities.
+    HPARAMS_VIEW: type = views.ModelHParams
 
     def __init__(
         self,
@@ -185,6 +195,22 @@ def decode_batch_size(features: dict[str, tf.Tensor]) -> tf.Tensor:
     return tf.shape(reference)[0] if reference is not None else tf.constant(1)
 
 
+def check_modalities(model_name: str, modality: dict[str, str], inputs: tuple[str, ...],
+                     targets: tuple[str, ...], detail: str = "") -> None:
+    """ValueError unless the problem's `modality` (feature -> t2t.features.Modality) has
+    its inputs among `inputs` and its targets among `targets`, e.g. "bytenet maps symbol
+    inputs to symbol targets, but the problem's modalities are {...}." (`detail` follows
+    "targets")."""
+    if modality.get("inputs") in inputs and modality.get("targets") in targets:
+        return
+
+    def spelled(kinds: tuple[str, ...]) -> str:
+        return " or ".join(kind.replace("_", "-") for kind in kinds)
+
+    raise ValueError(f"{model_name} maps {spelled(inputs)} inputs to {spelled(targets)} "
+                     f"targets{detail}, but the problem's modalities are {modality}.")
+
+
 def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
     """A one-example batch with every feature the problem's model expects (to build
     weights): token ids int32 [1, 4], labels [1, 1], images uint8 [1, H, W, C], audio
@@ -206,16 +232,13 @@ def example_features(problem_hparams: ProblemHParams) -> dict[str, tf.Tensor]:
     return features
 
 
-def _hparams_with(name: str) -> list[str]:
-    """Registered hparams sets that define hparam `name` (for error messages)."""
-    found = []
-    for set_name in registry.list_hparams():
-        try:
-            if name in registry.hparams(set_name)():
-                found.append(set_name)
-        except Exception:  # a user's set that fails to build is not our concern here
-            continue
-    return found
+def hparams_views(model_cls: type[T2TModel], problem_hparams: ProblemHParams | None
+                  ) -> tuple[type, ...]:
+    """The views (t2t.hparams.views) of the hparams `model_cls` reads when built for the
+    problem: its HPARAMS_VIEW, then the view of each of the problem's modalities."""
+    modality = problem_hparams.modality if problem_hparams else {}
+    return (model_cls.HPARAMS_VIEW,
+            *(views.modality_view(kind, feature) for feature, kind in modality.items()))
 
 
 def create_model(
@@ -226,18 +249,18 @@ def create_model(
 ) -> T2TModel:
     """The registered model `model_name` built for the problem.
 
-    HParamsError when the hparams set lacks an hparam the model reads (sets derived
-    from the model's base set, e.g. transformer_base, hold them all)."""
+    HParamsError when the hparams set lacks an hparam the model reads, or holds one of
+    another type (its view, HPARAMS_VIEW, and the modalities' views say which; sets
+    derived from the model's base set, e.g. transformer_base, hold them all)."""
     cls = registry.model(model_name)
+    views.check(hparams, *hparams_views(cls, problem_hparams), model=model_name)
     try:
         return cls(hparams, mode, problem_hparams)
     except AttributeError as e:
         missing = getattr(e, "hparam_name", None)
         if missing is None:
             raise
-        # The sets named most like the model first (lstm_* for lstm_seq2seq_attention).
-        sets = sorted(_hparams_with(missing),
-                      key=lambda name: (-len(os.path.commonprefix([name, model_name])), name))
+        sets = views.sets_defining(missing, model_name)
         hint = f" Sets that have it: {', '.join(sets[:8])}." if sets else ""
         raise HParamsError(
             f"Model {model_name!r} reads hparam {missing!r}, which these hparams do not "

@@ -20,19 +20,26 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality
+from t2t.hparams import views
 from t2t.layers import attention, common, ctc, feed_forward, positional, relative_attention
 from t2t.models import image_encoder, t2t_model
 from t2t.models.step_interface import ANCESTRY, SLOTS
 
 
-def _layer_count(hparams: Any, name: str) -> int:
+def _layer_count(hparams: views.TransformerHParams, name: str) -> int:
     return getattr(hparams, name) or hparams.num_hidden_layers
 
 
-class _Sublayer(common.Layer):
-    """preprocess -> sublayer -> postprocess (with the residual), as in T2T."""
+class Sublayer(common.Layer):
+    """preprocess -> inner layer -> postprocess (with the residual), as in T2T: every
+    block of the Transformer and of the models built like it (transformer_moe).
 
-    def __init__(self, inner: keras.layers.Layer, hparams: Any, name: str):
+    The inner layer returns [B, T, H], or a pair ([B, T, H], extra): then so does the
+    sublayer, with the same extra (attention: its updated cache or its weights; a
+    mixture of experts: its load-balancing loss). Its variables are named
+    "pre.*", "inner.*" and "post.*" under the sublayer (t2t.models.variable_names)."""
+
+    def __init__(self, inner: keras.layers.Layer, hparams: views.SublayerHParams, name: str):
         super().__init__(name=name)
         dropout = hparams.layer_prepostprocess_dropout
         self.pre = common.PrePostProcess(hparams.layer_preprocess_sequence, hparams, dropout, "pre")
@@ -41,23 +48,25 @@ class _Sublayer(common.Layer):
 
     def call(self, x: tf.Tensor, training: bool | None = None, return_weights: bool = False,
              **kwargs: Any) -> Any:
-        """[B, T, H] -> [B, T, H]; with a `cache` (attention), (output, updated cache);
-        with `return_weights` (attention), (output, attention weights)."""
+        """[B, T, H] -> [B, T, H]; (output, extra) when the inner layer returns a pair:
+        with a `cache` (attention), (output, updated cache); with `return_weights`
+        (attention), (output, attention weights); a mixture of experts, (output, loss)."""
         if return_weights:  # a named argument: Keras refuses a bool beside tensors in kwargs
             kwargs["return_weights"] = True
         y = self.inner(self.pre(x, training=training), training=training, **kwargs)
-        cache = None
+        extra = None
         if isinstance(y, tuple):
-            y, cache = y
+            y, extra = y
         out = self.post(y, residual=x, training=training)
-        return out if cache is None else (out, cache)
+        return out if extra is None else (out, extra)
 
 
 _CTC_LABELS = "targets_ctc_labels"  # target ids kept beside their embedding for the CTC loss
 SELF_ATTENTION_TYPES = ("dot_product", "dot_product_relative")  # hparams.self_attention_type
 
 
-def _attention(hparams: Any, name: str, kind: str = "dot_product") -> attention.MultiHeadAttention:
+def _attention(hparams: views.TransformerLayerHParams, name: str, kind: str = "dot_product"
+               ) -> attention.MultiHeadAttention:
     args = dict(
         hidden_size=hparams.hidden_size,
         num_heads=hparams.num_heads,
@@ -75,11 +84,11 @@ def _attention(hparams: Any, name: str, kind: str = "dot_product") -> attention.
     raise ValueError(f"Unknown self_attention_type {kind!r}: use one of {SELF_ATTENTION_TYPES}.")
 
 
-def _self_attention(hparams: Any) -> attention.MultiHeadAttention:
+def _self_attention(hparams: views.TransformerLayerHParams) -> attention.MultiHeadAttention:
     return _attention(hparams, "self_attention", hparams.get("self_attention_type", "dot_product"))
 
 
-def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
+def _ffn(hparams: views.TransformerLayerHParams) -> feed_forward.DenseReluDense:
     if hparams.ffn_layer != "dense_relu_dense":
         raise ValueError(f"Unsupported ffn_layer {hparams.ffn_layer!r}: t2t has dense_relu_dense.")
     return feed_forward.DenseReluDense(
@@ -89,10 +98,10 @@ def _ffn(hparams: Any) -> feed_forward.DenseReluDense:
 
 
 class EncoderLayer(common.Layer):
-    def __init__(self, hparams: Any, name: str):
+    def __init__(self, hparams: views.TransformerLayerHParams, name: str):
         super().__init__(name=name)
-        self.self_attention = _Sublayer(_self_attention(hparams), hparams, "self_attention")
-        self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
+        self.self_attention = Sublayer(_self_attention(hparams), hparams, "self_attention")
+        self.ffn = Sublayer(_ffn(hparams), hparams, "ffn")
 
     def call(self, x, bias, training=None):
         x = self.self_attention(x, training=training, bias=bias)
@@ -100,14 +109,14 @@ class EncoderLayer(common.Layer):
 
 
 class DecoderLayer(common.Layer):
-    def __init__(self, hparams: Any, has_encoder: bool, name: str):
+    def __init__(self, hparams: views.TransformerLayerHParams, has_encoder: bool, name: str):
         super().__init__(name=name)
-        self.self_attention = _Sublayer(_self_attention(hparams), hparams, "self_attention")
+        self.self_attention = Sublayer(_self_attention(hparams), hparams, "self_attention")
         self.encdec_attention = (
-            _Sublayer(_attention(hparams, "encdec_attention"), hparams, "encdec_attention")
+            Sublayer(_attention(hparams, "encdec_attention"), hparams, "encdec_attention")
             if has_encoder else None
         )
-        self.ffn = _Sublayer(_ffn(hparams), hparams, "ffn")
+        self.ffn = Sublayer(_ffn(hparams), hparams, "ffn")
 
     def call(self, x, self_bias, memory=None, memory_bias=None, training=None, cache=None,
              decode_index=None, memory_kv=None, beam_ancestry=None, return_attention=False):
@@ -138,7 +147,8 @@ class DecoderLayer(common.Layer):
 class Stack(common.Layer):
     """Input dropout, N layers, and the final layer_preprocess (a norm when pre-norm)."""
 
-    def __init__(self, hparams: Any, layers: list[keras.layers.Layer], name: str):
+    def __init__(self, hparams: views.TransformerLayerHParams, layers: list[keras.layers.Layer],
+                 name: str):
         super().__init__(name=name)
         self.stack_layers = layers
         self.input_dropout = common.Dropout(hparams.layer_prepostprocess_dropout)
@@ -165,6 +175,8 @@ TRANSFORMER_WEIGHT_DIMENSIONS = (
 @registry.register_model
 class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
+
+    HPARAMS_VIEW = views.TransformerHParams
 
     WEIGHT_DIMENSIONS = TRANSFORMER_WEIGHT_DIMENSIONS
 

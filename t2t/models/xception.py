@@ -58,6 +58,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import ProblemHParams
+from t2t.hparams import views
 from t2t.hparams.hparams import HParams
 from t2t.layers import common
 from t2t.models import t2t_model
@@ -241,6 +242,9 @@ class Xception(t2t_model.T2TModel):
     body: features["inputs"] float [B, H, W, C] -> [B, h, w, int(2.5 * hidden_size)],
     h = ceil(H / 2) with the small-image entry flow, ceil(H / 32) with Xception's.
     """
+
+    HPARAMS_VIEW = views.XceptionHParams
+    SMALL_IMAGE_HPARAMS_SETS = ("xception_tiny_cpu",)
 
     def __init__(
         self,

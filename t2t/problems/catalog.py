@@ -11,7 +11,7 @@ import sys
 from t2t import registry
 from t2t.utils import readme_tables
 
-BEGIN, END = "<!-- problems:begin -->", "<!-- problems:end -->"
+BEGIN, END = readme_tables.markers("problems")
 
 
 def _modalities(problem) -> str:

@@ -7,8 +7,9 @@ Pure standard library; imports no TensorFlow.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
+
+from t2t.utils import atomic_files
 
 DEFAULT_HINT = "run `t2t-datagen --problem=... --data_dir=...` first"
 
@@ -24,20 +25,7 @@ def missing_file_error(path: PathLike, what: str, hint: str | None) -> FileNotFo
 
 def atomic_write(path: PathLike, data: bytes) -> None:
     """Writes `data` to `path` via a temp file in the same folder and a rename."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    atomic_files.write_bytes(path, data)
 
 
 def write_lines(path: PathLike, lines: Iterable[str]) -> None:

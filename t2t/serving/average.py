@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 from absl import logging
 
 from t2t.models.checkpoints import MODEL_KEY  # the trainer's name for the model object
+from t2t.utils import step_files
 
 COPIED_FILES = ("run.json", "hparams.json", "operative_config.gin", "flags.txt")
 AVERAGE_INFO_FILE = "averaged.json"
@@ -36,33 +36,19 @@ class AverageError(ValueError):
     """Checkpoints that cannot be averaged (none, or not of the same model)."""
 
 
-def checkpoint_step(path: str) -> int | None:
-    match = re.search(r"-(\d+)$", path)
-    return int(match.group(1)) if match else None
-
-
 def last_checkpoints(model_dir: str, n: int) -> list[str]:
     """The newest `n` checkpoint prefixes of a run, oldest first (fewer, with a warning,
     when fewer exist); AverageError if there are none."""
-    import tensorflow as tf
 
     if n < 1:
         raise AverageError(f"n={n}: average at least 1 checkpoint.")
     model_dir = os.path.abspath(os.path.expanduser(model_dir))  # TF joins relative paths to it
-    state = tf.train.get_checkpoint_state(model_dir)
-    paths = []
-    if state is not None:
-        for path in state.all_model_checkpoint_paths or [state.model_checkpoint_path]:
-            if not os.path.isabs(path):
-                path = os.path.join(model_dir, path)
-            if tf.io.gfile.exists(path + ".index"):
-                paths.append(path)
+    paths = [found.path for found in step_files.list_checkpoints(model_dir)]
     if not paths:
         raise AverageError(
             f"no checkpoint in {model_dir}: train first with t2t-trainer "
             f"--output_dir={model_dir} ..., or give the --model_dir of a training run."
         )
-    paths.sort(key=lambda p: (checkpoint_step(p) is None, checkpoint_step(p) or 0))
     if len(paths) < n:
         logging.warning("%s holds %d checkpoint(s), fewer than n=%d: averaging those.",
                         model_dir, len(paths), n)
@@ -179,7 +165,7 @@ def average_checkpoints(model_dir: str, output_dir: str, n: int = 8) -> str:
     os.makedirs(output_dir, exist_ok=True)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(**{MODEL_KEY: root}), output_dir,
                                          max_to_keep=1)
-    step = checkpoint_step(paths[-1])
+    step = step_files.step_of(paths[-1])
     written = manager.save(checkpoint_number=step)
     for name in COPIED_FILES:
         source = os.path.join(model_dir, name)

@@ -99,7 +99,7 @@ def _signature_info(signatures: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------- assets
-def _write_vocab_assets(encoders: dict[str, Any], folder: str) -> list[str]:
+def write_vocab_assets(encoders: dict[str, Any], folder: str) -> list[str]:
     """Writes each feature's vocabulary file into folder; returns the paths."""
     paths = []
     for feature, encoder in sorted(encoders.items()):
@@ -122,7 +122,7 @@ def _write_vocab_assets(encoders: dict[str, Any], folder: str) -> list[str]:
     return paths
 
 
-def _describe(encoder: Any) -> dict[str, Any] | None:
+def describe(encoder: Any) -> dict[str, Any] | None:
     if encoder is None:
         return None
     try:
@@ -131,7 +131,7 @@ def _describe(encoder: Any) -> dict[str, Any] | None:
         return {"type": encoder.type_name, "vocab_size": encoder.vocab_size}
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     import tensorflow as tf
 
     import t2t
@@ -146,7 +146,7 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _new_version(*export_dirs: str) -> str:
+def new_version(*export_dirs: str) -> str:
     """A unix timestamp that is a version in none of export_dirs."""
     version = int(time.time())
     while any(os.path.exists(os.path.join(d, str(version))) for d in export_dirs):
@@ -166,7 +166,7 @@ def _needs_tensorflow_text(module: Any) -> bool:
 
 
 # ------------------------------------------------------------------ export
-def _write_json(path: str, value: Any) -> None:
+def write_json(path: str, value: Any) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(value, f, indent=2, sort_keys=True, default=str)
         f.write("\n")
@@ -180,7 +180,7 @@ def _save_module(module: Any, signatures: dict[str, Any], encoders: dict[str, An
     with tempfile.TemporaryDirectory() as vocab_dir:
         module.vocabulary = {
             os.path.basename(p): tf.saved_model.Asset(p)
-            for p in _write_vocab_assets(encoders, vocab_dir)
+            for p in write_vocab_assets(encoders, vocab_dir)
         }
         with quiet("tensorflow", std_logging.WARNING):  # renamed-capture chatter
             tf.saved_model.save(module, staging, signatures=signatures)
@@ -225,11 +225,11 @@ def _export_info(source: _Source, target: _Target, version: str) -> dict[str, An
         "decode_hparams": dataclasses.asdict(source.dhp),
         "serving_settings": source.settings.to_dict(),
         "problem_hparams": model.problem_hparams.to_dict(),
-        "encoders": {k: _describe(v) for k, v in sorted(source.encoders.items())},
+        "encoders": {k: describe(v) for k, v in sorted(source.encoders.items())},
         "signatures": _signature_info(target.signatures),
         "needs_tensorflow_text": _needs_tensorflow_text(target.module),
         "text_signature": target.text_signature,
-        "versions": _versions(),
+        "versions": versions(),
         "exported_at": int(version),
     }
 
@@ -252,9 +252,9 @@ def _stage(source: _Source, target: _Target, version: str, links: dict[str, str]
     target.info = {**_export_info(source, target, version), **links}
     extra = os.path.join(target.staging, "assets.extra")
     os.makedirs(extra, exist_ok=True)
-    _write_json(os.path.join(extra, EXPORT_INFO_FILE), target.info)
+    write_json(os.path.join(extra, EXPORT_INFO_FILE), target.info)
     model = source.model
-    _write_json(os.path.join(extra, HPARAMS_FILE),
+    write_json(os.path.join(extra, HPARAMS_FILE),
                 [m.hparams.values() for m in model.members]
                 if isinstance(model, ensemble_lib.EnsembleModel) else model.hparams.values())
 
@@ -293,7 +293,7 @@ def _write_all(source: _Source, targets: list[_Target], version: str, parity_che
                 target.info["parity"] = check_parity(
                     target.staging, source.problem, source.model, source.data_dir, source.dhp,
                     parity_examples, info=target.info)
-                _write_json(os.path.join(target.staging, "assets.extra", EXPORT_INFO_FILE),
+                write_json(os.path.join(target.staging, "assets.extra", EXPORT_INFO_FILE),
                             target.info)
         for target in targets:
             os.replace(target.staging, target.version_dir)
@@ -368,7 +368,7 @@ def export(
     created = [d for d in dirs if not os.path.isdir(d)]
     for folder in dirs:
         os.makedirs(folder, exist_ok=True)
-    version = _new_version(*dirs)
+    version = new_version(*dirs)
     targets = [_Target(module, signatures, text_signature and index == 0,
                        os.path.join(folder, version),
                        os.path.join(folder, f"temp-{version}-{os.getpid()}"))

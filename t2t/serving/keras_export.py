@@ -201,7 +201,7 @@ def _info(problem: Any, model_name: str, model: Any, checkpoint: str,
         "logits": {"dtype": "float32", "shape": [None] * (want.ndim - 1) + [want.shape[-1]]},
         "files": {"keras": KERAS_FILE, "saved_model": SAVED_MODEL_DIR},
         "endpoint": ENDPOINT,
-        "versions": {**export_lib._versions(), "keras": keras.__version__},
+        "versions": {**export_lib.versions(), "keras": keras.__version__},
         "exported_at": int(version),
     }
 
@@ -227,7 +227,7 @@ def export_keras(problem: Any, model_name: str, hparams: HParams, data_dir: str 
     batch, source = _sample_batch(problem, data_dir, specs, model.problem_hparams)
     want = wrapper(batch, training=False).numpy()
     os.makedirs(export_dir, exist_ok=True)
-    version = export_lib._new_version(export_dir)
+    version = export_lib.new_version(export_dir)
     staging = os.path.join(export_dir, f"temp-{version}-{os.getpid()}")
     version_dir = os.path.join(export_dir, version)
     try:
@@ -236,7 +236,7 @@ def export_keras(problem: Any, model_name: str, hparams: HParams, data_dir: str 
         _check_reload(staging, batch, want, model_name)
         info = _info(problem, model_name, model, checkpoint, specs, want, version)
         info["reload_check"] = {"examples": int(want.shape[0]), "batch": source}
-        export_lib._write_json(os.path.join(staging, "assets.extra", EXPORT_INFO_FILE), info)
+        export_lib.write_json(os.path.join(staging, "assets.extra", EXPORT_INFO_FILE), info)
         os.replace(staging, version_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -9,22 +9,15 @@ else ParityError lists the differing examples.
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import dataclasses
 import io
 import json
-import logging as std_logging
 import os
-import subprocess
-import sys
-import tempfile
 import wave
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from absl import logging
 
 from t2t.config import DecodeHParams
 from t2t.decoding import decoder as decoder_lib
@@ -32,28 +25,18 @@ from t2t.decoding import image_inputs
 from t2t.features import EOS_ID, PCM_OFFSET, Modality
 from t2t.problems import problem as problem_lib
 from t2t.problems import text_encoder
-from t2t.serving import parity_worker
-from t2t.serving.serving_module import EXAMPLES_SIGNATURE, TEXT_SIGNATURE, ExportError
+from t2t.serving.parity_core import (  # SCORE_TOLERANCE, ParityError: also this gate's API
+    SCORE_TOLERANCE,  # noqa: F401
+    Comparison,
+    ParityError,  # noqa: F401
+    chunks,
+    quiet,
+    raise_differences,
+    serve_in_fresh_process,
+)
+from t2t.serving.serving_module import EXAMPLES_SIGNATURE, TEXT_SIGNATURE
 
-SCORE_TOLERANCE = 1e-3
 EXPORT_INFO_FILE = "t2t_export.json"  # in the export's assets.extra/
-WORKER_TIMEOUT_S = 1800
-
-
-class ParityError(ExportError):
-    """The SavedModel, loaded in a fresh process, decodes differently from t2t."""
-
-
-@contextlib.contextmanager
-def quiet(name: str, level: int = std_logging.ERROR):
-    """Raises the level of the Python logger `name` for a while."""
-    logger = std_logging.getLogger(name)
-    previous = logger.level
-    logger.setLevel(max(level, previous))
-    try:
-        yield
-    finally:
-        logger.setLevel(previous)
 
 
 def dev_examples(problem: problem_lib.Problem, data_dir: str | None, count: int,
@@ -109,85 +92,6 @@ def _audio_ids(data: bytes) -> np.ndarray:
     return np.frombuffer(data, "<i2").astype(np.int32) + PCM_OFFSET
 
 
-def _chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
-
-
-def encode_batches(batches: list[list[bytes]]) -> list[list[str]]:
-    """Byte strings as base64 text (JSON-safe) for the worker."""
-    return [[base64.b64encode(v).decode("ascii") for v in b] for b in batches]
-
-
-def serve_in_fresh_process(export_path: str, info: dict[str, Any],
-                           text_batches: list[list[bytes]],
-                           example_batches: list[list[dict[str, Any]]],
-                           **more: Any) -> dict[str, Any]:
-    """The export's outputs for the batches, from parity_worker in a new interpreter
-    (`more`: further request entries, see parity_worker)."""
-    request = {**more,
-        "export_dir": os.path.abspath(export_path),
-        "needs_tensorflow_text": info["needs_tensorflow_text"],
-        "text_signature": info["text_signature"],
-        "text_batches": encode_batches(text_batches),
-        "example_batches": [
-            [{k: base64.b64encode(v).decode("ascii") if k in ("image", "audio") else v
-              for k, v in e.items()} for e in b] for b in example_batches],
-    }
-    with tempfile.TemporaryDirectory() as tmp:
-        request_path, result_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
-        with open(request_path, "w", encoding="utf-8") as f:
-            json.dump(request, f)
-        process = subprocess.run(
-            [sys.executable, parity_worker.__file__, request_path, result_path],
-            capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-            timeout=WORKER_TIMEOUT_S, cwd=tmp,
-        )
-        if process.returncode != 0 or not os.path.exists(result_path):
-            raise ParityError(
-                f"The SavedModel at {export_path} failed to load or run in a fresh process "
-                f"(exit {process.returncode}); the export was deleted. Its error:\n"
-                f"{process.stderr[-4000:]}"
-            )
-        with open(result_path, encoding="utf-8") as f:
-            served = json.load(f)
-    if served["t2t_modules"]:
-        raise ParityError(f"the parity process imported t2t ({served['t2t_modules'][:3]})")
-    return served
-
-
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(b))
-
-
-@dataclasses.dataclass
-class _Comparison:
-    """Served outputs against t2t's DecodeResults, collecting the differences."""
-
-    sampling: bool  # unseeded: outputs are only checked to run
-    compared: int = 0
-    differences: list[str] = dataclasses.field(default_factory=list)
-    samples: list[dict[str, str]] = dataclasses.field(default_factory=list)
-
-    def add(self, kind: str, label: str, want: decoder_lib.DecodeResult, text: str,
-            score: float, beams: list[tuple[str, float]] | None) -> None:
-        self.compared += 1
-        if kind == TEXT_SIGNATURE and len(self.samples) < 5:
-            self.samples.append({"input": label, "output": text})
-        if self.sampling:
-            return
-        problems = []
-        if text != want.text:
-            problems.append(f"output {text!r} != t2t {want.text!r}")
-        if not _close(score, want.score):
-            problems.append(f"score {score:.5f} != t2t {want.score:.5f}")
-        if beams is not None and (
-                [t for t, _ in beams] != [t for t, _ in want.beams]
-                or not all(_close(a, b) for (_, a), (_, b) in zip(beams, want.beams, strict=True))):
-            problems.append(f"beams {beams} != t2t {want.beams}")
-        if problems:
-            self.differences.append(f"[{kind}] input {label}: " + "; ".join(problems))
-
-
 def _served_pixels(decoder: decoder_lib.Decoder, encoded: bytes) -> np.ndarray:
     """The pixels the export sees in encoded image bytes: the model's size and channels
     (a stored image larger than the model's, e.g. COCO's 256 for 224 crops, is resized,
@@ -195,7 +99,7 @@ def _served_pixels(decoder: decoder_lib.Decoder, encoded: bytes) -> np.ndarray:
     return image_inputs.decode_image(encoded, decoder.problem_hparams.image_shape)[0]
 
 
-def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
+def _compare_text(comparison: Comparison, decoder: decoder_lib.Decoder, problem: Any,
                   batches: list[list[bytes]], served: list[dict[str, Any]], kind: str) -> None:
     for batch_values, out in zip(batches, served, strict=True):
         if kind == Modality.IMAGE:
@@ -216,7 +120,7 @@ def _compare_text(comparison: _Comparison, decoder: decoder_lib.Decoder, problem
                            out["scores"][row], beams)
 
 
-def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, problem: Any,
+def _compare_examples(comparison: Comparison, decoder: decoder_lib.Decoder, problem: Any,
                       batches: list[list[dict[str, Any]]], served: list[dict[str, Any]],
                       kind: str) -> None:
     for batch, out in zip(batches, served, strict=True):
@@ -237,23 +141,6 @@ def _compare_examples(comparison: _Comparison, decoder: decoder_lib.Decoder, pro
                          zip(out["beams"][row], out["beam_scores"][row], strict=True)]
             comparison.add(EXAMPLES_SIGNATURE, labels[row], want,
                            decoder.target_text(out["outputs"][row]), out["scores"][row], beams)
-
-
-def raise_differences(comparison: _Comparison, export_path: str) -> None:
-    """ParityError listing the differences found (if any); a warning when unseeded
-    sampling left the outputs unchecked."""
-    if comparison.differences:
-        shown = "\n  ".join(comparison.differences[:10])
-        more = len(comparison.differences) - 10
-        raise ParityError(
-            f"PARITY CHECK FAILED: the SavedModel decodes {len(comparison.differences)} of "
-            f"{comparison.compared} examples differently from t2t's Decoder on the same "
-            f"checkpoint; the export at {export_path} was deleted.\n  {shown}"
-            f"{f'{chr(10)}  ... and {more} more' if more > 0 else ''}"
-        )
-    if comparison.sampling:
-        logging.warning("temperature > 0 samples without a seed: the parity check only ran "
-                        "the signatures (give seed=N in --decode_hparams to compare them).")
 
 
 def check_parity(
@@ -293,10 +180,10 @@ def check_parity(
     else:
         raw = _raw_inputs(dev, problem.feature_encoders(data_dir).get("inputs"), is_image,
                           extra_texts)
-    text_batches = _chunks(raw, batch_size) if info["text_signature"] else []
-    example_batches = _chunks(dev, batch_size)
+    text_batches = chunks(raw, batch_size) if info["text_signature"] else []
+    example_batches = chunks(dev, batch_size)
     served = serve_in_fresh_process(export_path, info, text_batches, example_batches)
-    comparison = _Comparison(sampling=decoder.settings.sampling and decoder.settings.seed < 0)
+    comparison = Comparison(sampling=decoder.settings.sampling and decoder.settings.seed < 0)
     if info["text_signature"]:
         _compare_text(comparison, decoder, problem, text_batches, served["text"], kind)
     _compare_examples(comparison, decoder, problem, example_batches, served["examples"], kind)

@@ -24,8 +24,10 @@ writes EXPORT_DIR/<unix timestamp>/ holding
   t2t_tflite.json    problem, model, checkpoint, decode settings, signature, the ops
                      (TFLite builtins), size, parity (runtime) and latency.
 
-Greedy decoding only (beam search and sampling are rejected). The decode loop is a
-TFLite WHILE over the model's cached step (decode_init_cached / decode_step_cached):
+Greedy decoding only (beam search and sampling are rejected). The decode loop is
+t2t.decoding.greedy's (a fixed output buffer, a run-time stop, static loop shapes),
+which converts to a TFLite WHILE over the model's cached step (decode_init_cached /
+decode_step_cached):
 while tracing it, the key/value cache is created with `tf.fill` and written with a
 dynamic-update-slice (TFLite builtins) instead of t2t's `Empty` / `InplaceUpdate` (TF
 kernels that would need select TF ops); the variables are frozen into constants. So
@@ -181,11 +183,13 @@ def _builtin_cache_ops(zero: Any) -> Iterator[None]:
 
 
 def _greedy(model: Any, inputs: Any, plan: Plan) -> dict[str, Any]:
-    """t2t.decoding.greedy's loop at batch 1 with a fixed buffer of plan.decode_length
-    and t2t's stop rule: ids [1, T] (0 after EOS), log-probability [1]."""
+    """t2t.decoding.greedy's loop at batch 1 with a fixed buffer of plan.decode_length,
+    t2t's stop rule and static loop shapes (relaxed ones add ops to the .tflite): ids
+    [1, T] (0 after EOS), log-probability [1]."""
     import tensorflow as tf
 
-    length = plan.decode_length
+    from t2t.decoding import greedy
+
     if plan.max_new_tokens:
         stop = tf.constant(plan.max_new_tokens)
     else:  # the Decoder decodes (input length with EOS) + extra_length tokens
@@ -193,26 +197,9 @@ def _greedy(model: Any, inputs: Any, plan: Plan) -> dict[str, Any]:
     cached = model.has_decode_cache
     init = model.decode_init_cached if cached else model.decode_init
     step = model.decode_step_cached if cached else model.decode_step
-    positions = tf.range(length)
-
-    def body(i, ids, score, finished, state):
-        previous = tf.where(i > 0, tf.gather(ids, tf.maximum(i - 1, 0), axis=1), 0)
-        logits, state = step(previous, i, state)
-        logits = tf.cast(logits, tf.float32)
-        chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        picked = tf.gather(tf.nn.log_softmax(logits), chosen, batch_dims=1)
-        chosen = tf.where(finished, tf.zeros_like(chosen), chosen)
-        score += tf.where(finished, 0.0, picked)
-        at_i = tf.cast(tf.equal(positions, i), tf.int32)[None, :]
-        ids = ids * (1 - at_i) + chosen[:, None] * at_i
-        return i + 1, ids, score, finished | tf.equal(chosen, EOS_ID), state
-
-    def not_done(i, ids, score, finished, state):
-        return tf.logical_and(i < stop, tf.logical_not(tf.reduce_all(finished)))
-
-    loop = (tf.constant(0), tf.zeros([1, length], tf.int32), tf.zeros([1], tf.float32),
-            tf.zeros([1], tf.bool), init({"inputs": inputs}, length))
-    _, ids, score, _, _ = tf.while_loop(not_done, body, loop)
+    ids, score = greedy.greedy_or_sample(
+        step, init({"inputs": inputs}, plan.decode_length), 1, plan.decode_length,
+        eos_id=EOS_ID, max_steps=stop, dynamic_batch=False)
     return {"outputs": ids, "scores": score}
 
 
@@ -412,7 +399,7 @@ def _signature_info(content: bytes) -> dict[str, Any]:
 
 
 def _write_info(staging: str, info: dict[str, Any]) -> None:
-    export_lib._write_json(os.path.join(staging, INFO_FILE), info)
+    export_lib.write_json(os.path.join(staging, INFO_FILE), info)
 
 
 def export_tflite(
@@ -437,7 +424,7 @@ def export_tflite(
     plan = plan_for(model, problem.name, settings)
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     os.makedirs(export_dir, exist_ok=True)
-    version = export_lib._new_version(export_dir)
+    version = export_lib.new_version(export_dir)
     staging = os.path.join(export_dir, f"temp-{version}-{os.getpid()}")
     try:
         content = convert(model, plan)
@@ -446,15 +433,15 @@ def export_tflite(
         with open(path, "wb") as f:
             f.write(content)
         encoders = problem.feature_encoders(data_dir)
-        export_lib._write_vocab_assets(encoders, os.path.join(staging, ASSETS_DIR))
+        export_lib.write_vocab_assets(encoders, os.path.join(staging, ASSETS_DIR))
         info = {
             "problem": problem.name, "model": model_name,
             "checkpoint": os.path.abspath(getattr(model, "checkpoint_path", checkpoint)),
             "decode_hparams": dataclasses.asdict(dhp), "plan": dataclasses.asdict(plan),
             "signature": _signature_info(content), "ops": model_ops(content)[0],
             "size_bytes": len(content),
-            "encoders": {k: export_lib._describe(v) for k, v in sorted(encoders.items())},
-            "versions": export_lib._versions(), "exported_at": int(version), "parity": None,
+            "encoders": {k: export_lib.describe(v) for k, v in sorted(encoders.items())},
+            "versions": export_lib.versions(), "exported_at": int(version), "parity": None,
         }
         _write_info(staging, info)
         if parity_check:

@@ -50,9 +50,10 @@ class Sums(NamedTuple):
 
 def accumulate_steps(hparams: Any) -> int:
     """Micro-batches per update from `hparams.optimizer_multistep_accumulate_steps`
-    (0 and 1 both mean 1: no accumulation); HParamsError (a ValueError) for a negative
-    or non-integer value."""
-    value = hparams.get(HPARAM)
+    (0 and 1 both mean 1: no accumulation; absent, as in the hparams.json of a run
+    recorded before the key existed, means 0); HParamsError (a ValueError) for a
+    negative or non-integer value."""
+    value = hparams.get(HPARAM, 0)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise HParamsError(
             f"{HPARAM}={value!r}: give the number of micro-batches per optimizer update "

@@ -20,7 +20,7 @@ from absl import logging
 
 from t2t.models import checkpoints
 from t2t.trainer import run_dir
-from t2t.utils import write_errors
+from t2t.utils import step_files, write_errors
 
 STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's list of a directory's checkpoints
 
@@ -36,8 +36,9 @@ class CheckpointWriteError(OSError):
 
 
 def _step(path: str) -> int:
-    match = re.search(r"-(\d+)$", path)
-    return int(match[1]) if match else -1
+    """The step a checkpoint path ends in ("RUN/ckpt-800" -> 800), -1 for none."""
+    step = step_files.step_of(path)
+    return -1 if step is None else step
 
 
 class RunCheckpoints:
@@ -74,16 +75,10 @@ class RunCheckpoints:
 
     def previous_good(self, path: str) -> str | None:
         """The newest checkpoint older than `path` that is complete and reads back."""
-        older = {_step(p): p for p in self.listed()}
-        for name in os.listdir(self.output_dir):  # unlisted ones too (an edited state)
-            match = re.fullmatch(r"(ckpt-\d+)\.index", name)
-            if match:
-                older.setdefault(_step(match[1]), os.path.join(self.output_dir, match[1]))
-        for step, candidate in sorted(older.items(), reverse=True):
-            if step >= _step(path):
-                continue
-            if checkpoints.checkpoint_damage(candidate) is None:
-                return candidate
+        # The listed ones and the unlisted ones present too (an edited state file).
+        for older in reversed(step_files.list_checkpoints(self.output_dir)):
+            if older.step < _step(path) and checkpoints.checkpoint_damage(older.path) is None:
+                return older.path
         return None
 
     def resume_point(self, resume_from: str | None) -> str | None:

@@ -12,7 +12,8 @@ Metric names are the keys an evaluation reports ("loss", "accuracy", "bleu",
 "rouge_l", "wer", ...); Tensor2Tensor's event tags ("loss",
 "metrics-translate_ende_wmt32k/targets/approx_bleu_score") name the same figures.
 Whether a metric improves downwards is known for t2t's own (loss, wer, perplexity
-...); for another the `minimize` flag says.
+...); for another the `minimize` flag says. A training run applies the rule after each
+evaluation through t2t.trainer.actions.early_stopping.
 """
 
 from __future__ import annotations
@@ -128,52 +129,3 @@ class StoppingRule:
                 f"{'decreased' if self.minimize else 'increased'} by {self.delta:g} or more "
                 f"in the last {self.steps} steps (now {values[-1]:.4f}, best {best:.4f}; "
                 f"--eval_early_stopping_steps/--eval_early_stopping_metric_delta).")
-
-
-class EvalWatch:
-    """What a run does after each evaluation: keeps the best checkpoints
-    (best_checkpoints.BestCheckpoints) and applies the early-stopping rule. Built before
-    the first step, so a metric name the evaluation does not report fails at once."""
-
-    def __init__(self, config: Any, output_dir: str, split: str, reported: Iterable[str]):
-        from t2t.trainer import best_checkpoints, run_dir
-
-        self._run_dir, self.output_dir, self.split = run_dir, output_dir, split
-        self.rule = None
-        if config.eval_early_stopping_steps:
-            self.rule = StoppingRule.create(
-                config.eval_early_stopping_metric, config.eval_early_stopping_steps,
-                config.eval_early_stopping_metric_delta,
-                config.eval_early_stopping_metric_minimize, reported)
-        self.best = None
-        if config.keep_best:
-            flag = "best_metric" if config.best_metric else "eval_early_stopping_metric"
-            metric = check_metric(config.best_metric or config.eval_early_stopping_metric,
-                                  reported, flag)
-            minimize = (self.rule.minimize if self.rule and self.rule.metric == metric
-                        else is_minimized(metric, config.eval_early_stopping_metric_minimize
-                                          if not config.best_metric else None))
-            self.best = best_checkpoints.BestCheckpoints(output_dir, metric, minimize,
-                                                         config.keep_best, split)
-        elif config.keep_best < 0:
-            raise MetricNameError(f"--keep_best={config.keep_best}: give how many best "
-                                  f"checkpoints to keep (>= 1), or 0 for none.")
-
-    def notes(self) -> list[str]:
-        """Lines to print at the start of training (what resuming did to the record)."""
-        return list(self.best.notes) if self.best is not None else []
-
-    def after_eval(self, step: int, results: dict[str, float], checkpoint: str | None
-                   ) -> str | None:
-        """Offers `checkpoint` (the evaluated weights, a prefix of step `step`; None when
-        not saved) to the best ones, then checks the rule on the run's eval history;
-        returns why to stop (one line) or None."""
-        if self.best is not None and checkpoint and self.best.metric in results:
-            value = float(results[self.best.metric])
-            if self.best.offer(step, value, checkpoint) and self.best.best["step"] == step:
-                print(f"Best {self.best.metric} so far ({value:.4f} at step {step}): "
-                      f"{self.best.best['path']} (t2t-decoder --checkpoint_path=best).",
-                      flush=True)
-        if self.rule is None:
-            return None
-        return self.rule.check(self._run_dir.read_eval_results(self.output_dir, self.split))

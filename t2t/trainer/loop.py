@@ -1,10 +1,16 @@
 """The training loop: runs steps, checkpoints, evaluates, writes summaries, stops.
 
 It receives ready objects (a Task, the built model and optimizer, the run's
-checkpoints, the strategy hooks) and builds none of them: see t2t.trainer.trainer,
-which assembles a run. Stopping: train_steps reached, SIGTERM (agreed between all
-processes at the next step, then saved), Ctrl-C (saved), a NaN/Inf loss (the last good
-checkpoint is kept), or a cluster peer lost.
+checkpoints, the strategy hooks, the actions) and builds none of them: see
+t2t.trainer.trainer, which assembles a run. Stopping: train_steps reached, SIGTERM
+(agreed between all processes at the next step, then saved), Ctrl-C (saved), a NaN/Inf
+loss (the last good checkpoint is kept), a cluster peer lost, or an action asking
+(early stopping).
+
+Everything else runs as actions registered on the loop (t2t.trainer.actions: decoded
+examples and sampled images for TensorBoard, per-layer statistics, early stopping, the
+best checkpoints), called before each step, after each logged step and after each
+evaluation (t2t.trainer.actions.base says with what).
 """
 
 from __future__ import annotations
@@ -14,32 +20,21 @@ import math
 import os
 import signal
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import tensorflow as tf
 from absl import logging
 
 from t2t.config import InputConfig, TrainerConfig
-from t2t.decoding import image_samples, infer
-from t2t.features import Modality
 from t2t.problems import input_pipeline
 from t2t.problems import problem as problem_lib
-from t2t.trainer import (
-    debugging,
-    early_stopping,
-    eval_decoding,
-    image_summaries,
-    layer_stats,
-    optimizers,
-    profiling,
-    run_dir,
-    summaries,
-)
+from t2t.trainer import debugging, eval_decoding, profiling, run_dir, strategy_cluster, summaries
 from t2t.trainer import metrics as metrics_lib
-from t2t.trainer import strategy as strategy_lib
 from t2t.trainer import task as task_lib
+from t2t.trainer.actions import base as actions_lib
 from t2t.trainer.checkpointing import RunCheckpoints
-from t2t.trainer.hooks import StrategyHooks
+from t2t.trainer.strategy_hooks import StrategyHooks
 from t2t.trainer.task import Task
 
 
@@ -61,12 +56,14 @@ PEER_ERRORS = (tf.errors.DeadlineExceededError, tf.errors.UnavailableError,
 
 
 class TrainingLoop:
-    """Steps, checkpoints, evaluation, summaries and stopping for one run."""
+    """Steps, checkpoints, evaluation, summaries and stopping for one run; `actions`
+    (t2t.trainer.actions.base.LoopAction) run at their points, in the order given."""
 
     def __init__(self, task: Task, hooks: StrategyHooks, model: Any, optimizer: Any,
                  learning_rate: Any, checkpoints: RunCheckpoints, iterator: Any,
                  config: TrainerConfig, output_dir: str, *, input_config: InputConfig,
-                 batching: input_pipeline.Batching, xla_compile: bool = False):
+                 batching: input_pipeline.Batching, xla_compile: bool = False,
+                 actions: Sequence[actions_lib.LoopAction] = ()):
         self.task, self.hooks, self.model, self.optimizer = task, hooks, model, optimizer
         self.learning_rate, self.checkpoints, self.iterator = learning_rate, checkpoints, iterator
         self.config, self.output_dir = config, output_dir
@@ -77,19 +74,16 @@ class TrainingLoop:
         self.stop_agreed = False  # all processes of the run agreed to stop after this step
         self._known_step = 0  # the last step read (the step variable may live on a lost ps)
         self.loss_history: list[tuple[int, float]] = []  # (step, training loss) here
-        variables = optimizers.trainable_parts(model)
-        self.groups = (layer_stats.variable_groups(model, variables)
-                       if config.layer_summaries else None)
+        self.actions = list(actions)
+        self._save_evaluated = any(action.saves_evaluated_steps for action in self.actions)
+        self._decoding_actions = any(action.decodes for action in self.actions)
         self.train_step = hooks.train_step(task.train_step_fn(
-            model, optimizer, xla_compile, grad_groups=self.groups,
+            model, optimizer, xla_compile, grad_groups=actions_lib.gradient_groups(self.actions),
             dense_gradients=hooks.dense_gradients))
         self.profiler = profiling.StepProfiler(
             profiling.parse_profile_steps(config.profile_steps),
             os.path.join(output_dir, "train"), enabled=self.is_chief)
-        self._snapshot: layer_stats.WeightSnapshot | None = None
         self._eval_step = None
-        self._summary_decoder = None  # traced once: eager greedy decoding costs seconds
-        self._image_summary: image_summaries.ImageSampleSummary | None = None
         task.eval_metric_names()  # an unknown metric name fails now, not after training
         # Decoded metrics (BLEU, ROUGE, WER...; eval_run_autoregressive) at each
         # evaluation: the count, the scorers' packages and the problem checked now.
@@ -99,13 +93,14 @@ class TrainingLoop:
             print(self._decoded_eval.announcement, flush=True)
         self._eval_decoder: Any = None  # eval_decoding.make_eval_decoder's, made once
         self._inference = model  # what decodes at evaluations (hooks.inference_model)
-        self.stop_reason = ""  # why training stopped before train_steps (early stopping)
+        self.stop_reason = ""  # why training stopped before train_steps (an action's)
         self._signalled = False
-        # Best checkpoints and early stopping; their metric names are checked here.
-        self.watch = early_stopping.EvalWatch(config, output_dir, task.eval_split,
-                                              self._reported_metrics())
-        for line in self.watch.notes() if self.is_chief else ():
-            print(line, flush=True)
+        # The actions check the metric names they read (early stopping, best checkpoints).
+        reported = self._reported_metrics()
+        for action in self.actions:
+            for line in action.start(reported):
+                if self.is_chief:
+                    print(line, flush=True)
         if self.is_chief:
             self.train_writer = tf.summary.create_file_writer(os.path.join(output_dir, "train"))
             self.eval_writer = tf.summary.create_file_writer(
@@ -139,7 +134,7 @@ class TrainingLoop:
             # lost ps.
             f"Training stopped at step {self._known_step}: another process of the "
             f"cluster failed or stopped answering "
-            f"({strategy_lib.peer_error_summary(error, self._cluster())}). "
+            f"({strategy_cluster.peer_error_summary(error, self._cluster())}). "
             f"The last checkpoint ({self.checkpoints.latest or 'none yet'}) "
             f"is kept: re-run the same launch command to resume from it."
         ) from error
@@ -147,11 +142,16 @@ class TrainingLoop:
     def _cluster(self) -> dict[str, Any] | None:
         """The run's TF_CONFIG (cluster and this task), to name a lost peer; None alone."""
         runtime = getattr(self.hooks, "runtime", None)
-        return strategy_lib.cluster_config(runtime.config) if runtime is not None else None
+        return strategy_cluster.cluster_config(runtime.config) if runtime is not None else None
 
     @property
     def step(self) -> int:
         return int(self.optimizer.iterations.numpy())
+
+    def request_stop(self, reason: str) -> None:
+        """Stops training after this step, saying `reason` (the first reason given wins)."""
+        if not self.stop_reason:
+            self.stop_requested, self.stop_reason = True, reason
 
     def save(self) -> str | None:
         """A checkpoint at the current step (see RunCheckpoints.save)."""
@@ -211,35 +211,12 @@ class TrainingLoop:
             tf.summary.scalar("examples_seen", int(self.checkpoints.examples_seen.numpy()))
             for name, value in progress.rates().items():
                 tf.summary.scalar(name, value)
-            self._layer_summaries(counts[task_lib.NUM_COUNTS:])
+            for action in self.actions:
+                action.after_log(step, counts[task_lib.NUM_COUNTS:])
 
     def _log_due(self, next_step: int, target: int) -> bool:
         every = max(1, self.config.log_every_steps)
         return next_step % every == 0 or next_step == target
-
-    def _layer_summaries(self, grad_squares: list[float]) -> None:
-        """Per top-level layer: gradient and parameter norms, update/parameter ratio of
-        this step (the gradient norms with several replicas: the root mean square of the
-        replicas' parts, like gradient_global_norm; exact with one)."""
-        if self.groups is None or not self.is_chief:
-            return
-        names, index = self.groups
-        variables = optimizers.trainable_parts(self.model)
-        replicas = max(1, self.hooks.runtime.num_replicas)
-        param_norms, param_global = layer_stats.parameter_norms(variables, index, len(names))
-        tf.summary.scalar("parameter_global_norm", param_global)
-        ratios = None
-        if self._snapshot is not None:
-            ratios, total = self._snapshot.update_ratios(variables, index, len(names))
-            tf.summary.scalar("update_ratio", total)
-            self._snapshot = None
-        for i, name in enumerate(names):
-            tf.summary.scalar(f"layers/parameter_norm/{name}", param_norms[i])
-            if i < len(grad_squares):
-                tf.summary.scalar(f"layers/gradient_norm/{name}",
-                                  math.sqrt(max(float(grad_squares[i]), 0.0) / replicas))
-            if ratios is not None:
-                tf.summary.scalar(f"layers/update_ratio/{name}", ratios[i])
 
     def _check_finite(self, step: int, loss: float) -> None:
         if not math.isfinite(loss):
@@ -262,12 +239,10 @@ class TrainingLoop:
                                       self.task.accumulate_steps)
         last_metrics: dict[str, float] = {}
         try:
-            while self.step < target and not self._stopping():
-                if (self.groups is not None and self.is_chief and not self.hooks.parameter_server
-                        and self._log_due(self.step + 1, target)):
-                    # The update of the coming (logged) step, measured against these values.
-                    self._snapshot = layer_stats.WeightSnapshot(
-                        optimizers.trainable_parts(self.model))
+            while (step := self.step) < target and not self._stopping():
+                logged = self._log_due(step + 1, target)
+                for action in self.actions:
+                    action.before_step(step, logged)
                 loss, grad_norm, counts = self._run_steps(target)
                 step = self.step
                 self.loss_history.append((step, loss))
@@ -275,10 +250,10 @@ class TrainingLoop:
                 self._log(progress, step, loss, grad_norm, counts)
                 evaluating = (evaluate_every and step % config.local_eval_frequency == 0
                               and step < target)
-                # An evaluated step is saved when the best checkpoints are kept (every
-                # process saves: saving may run collectives).
+                # An evaluated step is saved when an action keeps the best checkpoints
+                # (every process saves: saving may run collectives).
                 if step % config.save_checkpoints_steps == 0 or (
-                        evaluating and self.watch.best is not None):
+                        evaluating and self._save_evaluated):
                     self.save()
                 if evaluating:
                     last_metrics = self.evaluate()
@@ -308,7 +283,7 @@ class TrainingLoop:
     def train_and_evaluate(self) -> dict[str, float]:
         """Trains to train_steps, evaluating every local_eval_frequency steps and at the end."""
         last_metrics = self.train(evaluate_every=True)
-        if self.stop_requested:  # early stopping has just evaluated; a signal: no time
+        if self.stop_requested:  # an action has just evaluated; a signal: no time
             return last_metrics if self.stop_reason else {}
         return self.evaluate()
 
@@ -318,10 +293,9 @@ class TrainingLoop:
         return self.hooks.eval_dataset(self.task.input_fn(problem_lib.EVAL, config,
                                                           self.batching, problem=problem))
 
-    def evaluate(self) -> dict[str, float]:
-        """Metrics on the task's eval split (eval_steps batches, or all of it when
-        eval_steps <= 0), recorded under its name (eval/ and eval_results.jsonl for dev,
-        eval_SPLIT/ and eval_results_SPLIT.jsonl for another split)."""
+    def _eval_metrics(self) -> tuple[dict[str, float], int, int]:
+        """(metrics on the eval split, batches read, parts: a multi-problem's tasks are
+        evaluated one by one, their metrics also under their prefixes)."""
         if self._eval_step is None:
             names = self.task.eval_metric_names()
             self._eval_step = self.hooks.eval_step(
@@ -343,25 +317,34 @@ class TrainingLoop:
             if prefix:
                 results.update({prefix + k: v for k, v in own.result().items()})
         results.update(overall.result())
+        return results, batches, len(parts)
+
+    def evaluate(self) -> dict[str, float]:
+        """Metrics on the task's eval split (eval_steps batches, or all of it when
+        eval_steps <= 0), recorded under its name (eval/ and eval_results.jsonl for dev,
+        eval_SPLIT/ and eval_results_SPLIT.jsonl for another split); then the actions."""
+        results, batches, parts = self._eval_metrics()
         step = self.step
-        if self._decoded_eval.enabled or self.config.decode_summaries:
+        if self._decoded_eval.enabled or self._decoding_actions:
             # Every process: gathering a mesh's weights for decoding is collective.
             self._inference = self.hooks.inference_model(self.model, self.task)
         if not self.is_chief:
             return results
-        if self._decoded_eval.enabled and len(parts) == 1:  # not per task of a multi-problem
+        if self._decoded_eval.enabled and parts == 1:  # not per task of a multi-problem
             results.update(self._decode_metrics())
         split = self.task.eval_split
         run_dir.append_eval_results(self.output_dir, step, results, split=split)
         latest = self.checkpoints.latest
-        reason = self.watch.after_eval(
-            step, results, latest if latest and latest.endswith(f"-{step}") else None)
-        if reason and not self.stop_reason:
-            self.stop_requested, self.stop_reason = True, reason
+        outcome = actions_lib.EvalOutcome(
+            step, dict(results), latest if latest and latest.endswith(f"-{step}") else None,
+            self._inference)
         with self.eval_writer.as_default(step=step):
             for name, value in results.items():
                 tf.summary.scalar(name, value)
-            self._decode_summaries()
+            for action in self.actions:
+                reason = action.after_eval(outcome)
+                if reason:
+                    self.request_stop(reason)
         shown = " ".join(f"{k} {v:.4f}" for k, v in sorted(results.items()))
         on = "" if split == problem_lib.DEV_SPLIT else f" on {split}"
         print(f"eval step {step}{on}: {shown} ({batches} batches)", flush=True)
@@ -376,63 +359,6 @@ class TrainingLoop:
                 self.task.input_fn(problem_lib.EVAL, config, self.batching),
                 eval_decoding.eval_batches(self.config.eval_steps, self.hooks))
         return self._eval_decoder()
-
-    def _summary_batch(self) -> dict[str, tf.Tensor] | None:
-        count = self.config.decode_summaries
-        if not count or "targets" not in self.task.problem_hparams.modality:
-            return None
-        dataset = self.task.problem.dataset(problem_lib.EVAL, self.task.data_dir,
-                                            deterministic=True, split=self.task.eval_split)
-        if "inputs" not in dataset.element_spec:
-            return None
-        examples = dataset.take(count).map(lambda e: {"inputs": e["inputs"],
-                                                      "targets": e["targets"]})
-        return next(iter(examples.padded_batch(count)), None)
-
-    def _decode_summaries(self) -> None:
-        """A few eval-split examples decoded greedily in one batch, as TensorBoard text
-        (image targets: a few sampled images, t2t.trainer.image_summaries)."""
-        if not self.config.decode_summaries:
-            return
-        if self.task.problem_hparams.modality.get("targets") == Modality.REAL:
-            return  # nothing to decode: the evaluation's rmse says how close predictions are
-        try:
-            model = self._inference  # the model, or its one-device twin (refreshed above)
-            if image_samples.is_image_target(self.task.problem_hparams):
-                if self._image_summary is None:
-                    self._image_summary = image_summaries.ImageSampleSummary(
-                        model, self.task.problem, self.task.data_dir,
-                        self.task.eval_split, self.config.decode_summaries)
-                self._image_summary()
-                return
-            batch = self._summary_batch()
-            if batch is None:
-                return
-            if self._summary_decoder is None:
-                self._summary_decoder = tf.function(
-                    lambda inputs, length: infer.infer(
-                        model, {"inputs": inputs}, decode_length=length)["outputs"],
-                    reduce_retracing=True)
-            length = tf.constant(int(tf.shape(batch["targets"])[1]) + 10, tf.int32)
-            outputs = self._summary_decoder(batch["inputs"], length).numpy()
-            encoders = self.task.problem.feature_encoders(self.task.data_dir)
-            image_inputs = self.task.problem_hparams.modality.get("inputs") == Modality.IMAGE
-
-            def decode(key, ids):  # images as their shape (an image encoder writes files)
-                if key == "inputs" and image_inputs:
-                    return f"<image {'x'.join(str(d) for d in ids.shape)}>"
-                return summaries.decode_ids(encoders.get(key), ids)
-
-            lines = [
-                f"inputs: {decode('inputs', inputs)}  \n"
-                f"targets: {decode('targets', targets)}  \n"
-                f"outputs: {decode('targets', output)}"
-                for inputs, targets, output in zip(
-                    batch["inputs"].numpy(), batch["targets"].numpy(), outputs, strict=True)
-            ]
-            tf.summary.text("decoded_examples", "\n\n".join(lines))
-        except Exception as e:  # a summary must never stop training
-            logging.warning("Could not decode examples for TensorBoard: %s", e)
 
     def continuous_eval(self, timeout_s: float = 600.0, poll_s: float = 5.0) -> dict[str, float]:
         """Evaluates each new checkpoint until train_steps is reached or none appears in time."""

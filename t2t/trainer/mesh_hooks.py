@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from t2t.parallel import sharding
 from t2t.trainer import accumulation
-from t2t.trainer.hooks import StrategyHooks
 from t2t.trainer.runtime import Runtime
+from t2t.trainer.strategy_hooks import StrategyHooks
 
 
 def with_positions(features: dict[str, Any]) -> dict[str, Any]:

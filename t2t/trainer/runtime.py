@@ -20,6 +20,7 @@ from absl import logging
 
 from t2t.config import MIXED_PRECISION_CHOICES, InputConfig, RuntimeConfig
 from t2t.trainer import strategy as strategy_lib
+from t2t.trainer import strategy_cluster
 
 DETERMINISTIC_DEFAULT_SEED = 1  # --deterministic without --random_seed
 
@@ -40,7 +41,7 @@ class Runtime:
         """Whether this process writes checkpoints, summaries and results."""
         if self.mesh is not None:
             return self.task[1] == 0
-        return strategy_lib.is_chief(self.strategy)
+        return strategy_cluster.is_chief(self.strategy)
 
     @property
     def task(self) -> tuple[str | None, int]:
@@ -49,7 +50,7 @@ class Runtime:
             from tensorflow.experimental import dtensor
 
             return ("worker", dtensor.client_id()) if dtensor.num_clients() > 1 else (None, 0)
-        return strategy_lib.task_of(self.strategy)
+        return strategy_cluster.task_of(self.strategy)
 
     @property
     def num_replicas(self) -> int:
@@ -135,7 +136,7 @@ def _start_mesh(config: RuntimeConfig, mesh_shape: str, layout: str) -> Any:
             f"mesh_shape={mesh_shape!r} lays the model out on a DTensor mesh of its own "
             f"devices; {' and '.join(chosen)} choose another distribution: drop them (the "
             f"mesh uses the visible GPUs, or splits the CPU).")
-    return mesh_runtime.start_mesh(mesh_shape, layout, strategy_lib.cluster_config(config))
+    return mesh_runtime.start_mesh(mesh_shape, layout, strategy_cluster.cluster_config(config))
 
 
 def start(config: RuntimeConfig | None = None, strategy: Any = None, *,

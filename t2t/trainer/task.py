@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from t2t import registry
 from t2t.config import InputConfig
 from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
@@ -40,11 +41,9 @@ from t2t.trainer import accumulation, distillation, layer_stats, optimizers
 from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib
 
-# Images this small (px on a side) call for the hparams sets tuned on CIFAR-sized data.
+# Images this small (px on a side) call for the hparams sets tuned on CIFAR-sized data
+# (each model declares its own: T2TModel.SMALL_IMAGE_HPARAMS_SETS).
 SMALL_IMAGE_PX = 64
-SMALL_IMAGE_SETS = {"resnet": ("resnet_cifar_15", "resnet_cifar_32"),
-                    "shake_shake": ("shakeshake_small", "shake_shake_quick"),
-                    "xception": ("xception_tiny_cpu",)}
 TRAINING_LOSS = "training"  # the key of the loss the model minimizes
 
 
@@ -156,17 +155,21 @@ class Task:
 
     def divergence_hint(self) -> str:
         """Advice for a loss that became NaN, beyond the generic (or ""): an image problem
-        of small images (<= SMALL_IMAGE_PX on a side) names the hparams sets made for
-        such images, whose learning rates suit them (ImageNet's sets start at 0.4)."""
+        of small images (<= SMALL_IMAGE_PX on a side) names the hparams sets the model
+        declares for such images (SMALL_IMAGE_HPARAMS_SETS; a model without any: those of
+        t2t_model.SMALL_IMAGE_MODEL), whose learning rates suit them (ImageNet's sets
+        start at 0.4)."""
         shape = self.problem_hparams.image_shape or []
         sides = [d for d in shape[:2] if d]
         if len(sides) < 2 or max(sides) > SMALL_IMAGE_PX:
             return ""
-        sets = [name for name in SMALL_IMAGE_SETS.get(self.model_name, SMALL_IMAGE_SETS["resnet"])
+        own_sets = getattr(registry.model(self.model_name), "SMALL_IMAGE_HPARAMS_SETS", ())
+        switch_to = "" if own_sets else t2t_model.SMALL_IMAGE_MODEL
+        sets = [name for name in own_sets or registry.model(switch_to).SMALL_IMAGE_HPARAMS_SETS
                 if name != self.hparams_set]
-        if len(sets) < len(SMALL_IMAGE_SETS.get(self.model_name, ())):
+        if len(sets) < len(own_sets):
             return ""  # one of them already diverged: the generic advice applies
-        model = "" if self.model_name in SMALL_IMAGE_SETS else " --model=resnet"
+        model = f" --model={switch_to}" if switch_to else ""
         chosen = " or ".join(f"--hparams_set={name}" for name in sets)
         return (f" Its images are small ({sides[0]}x{sides[1]} px): the sets made for "
                 f"28-32 px images train stably on them:{model} {chosen}.")

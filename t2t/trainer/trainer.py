@@ -9,8 +9,9 @@
 and optimizer under the strategy's scope, restores the latest checkpoint (or warm
 starts), records the run (run.json, hparams.json) once the restore succeeded and the
 data opened, and
-hands the ready objects to a `TrainingLoop`, which runs. Re-running the same command
-resumes from the latest checkpoint.
+hands the ready objects, with the actions the config asks for (t2t.trainer.actions:
+early stopping, best checkpoints, TensorBoard extras), to a `TrainingLoop`, which runs.
+Re-running the same command resumes from the latest checkpoint.
 """
 
 from __future__ import annotations
@@ -28,10 +29,18 @@ from t2t.hparams.hparams import HParams, HParamsError
 from t2t.parallel import mesh_layout, sharding
 from t2t.problems import length_report
 from t2t.problems import problem as problem_lib
-from t2t.trainer import accumulation, debugging, distillation, profiling, run_dir
+from t2t.trainer import (
+    accumulation,
+    debugging,
+    distillation,
+    profiling,
+    run_dir,
+    strategy_cluster,
+    strategy_parameter_servers,
+)
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import runtime as runtime_lib
-from t2t.trainer import strategy as strategy_lib
+from t2t.trainer.actions.standard import standard_actions
 from t2t.trainer.checkpointing import RunCheckpoints
 from t2t.trainer.loop import ClusterError, NonFiniteLossError, NumericsError, TrainingLoop
 from t2t.trainer.task import Task
@@ -118,7 +127,7 @@ class Trainer:
                 self.task.teacher = distillation.load_teacher(
                     self.config.teacher_dir, problem, data_dir)
         if self.hooks.parameter_server and runtime.is_chief:
-            for line in strategy_lib.split_variables(model.variables):
+            for line in strategy_parameter_servers.split_variables(model.variables):
                 print(f"Parameter servers hold {line}", flush=True)
         self.checkpoints = self._checkpoints(model, optimizer)
         latest = self._restore()
@@ -142,7 +151,8 @@ class Trainer:
         self.loop = TrainingLoop(
             self.task, self.hooks, model, optimizer, learning_rate, self.checkpoints,
             iterator, self.config, output_dir, input_config=self.input_config,
-            batching=self.batching, xla_compile=runtime.config.xla_compile)
+            batching=self.batching, xla_compile=runtime.config.xla_compile,
+            actions=standard_actions(self.config, self.task, model, self.hooks, output_dir))
 
     # ------------------------------------------------------------------ assembly
     @property
@@ -165,7 +175,7 @@ class Trainer:
         if not (self.hooks.parameter_server
                 and (config.ps_min_shard_bytes or config.ps_max_shard_bytes)):
             return ""
-        num_ps = len(strategy_lib.cluster_config(config)["cluster"]["ps"])
+        num_ps = len(strategy_cluster.cluster_config(config)["cluster"]["ps"])
         size = (f"min_shard_bytes={config.ps_min_shard_bytes}" if config.ps_min_shard_bytes
                 else f"max_shard_bytes={config.ps_max_shard_bytes}")
         return f"{size},max_shards={config.ps_max_shards or num_ps}"

@@ -18,8 +18,8 @@ import os
 from typing import Any
 
 from t2t.tuning import search_space
-from t2t.tuning.study import _write_atomic, is_interrupted
-from t2t.utils import optional_deps
+from t2t.tuning.study import is_interrupted
+from t2t.utils import atomic_files, optional_deps
 
 
 def _fmt(value: Any) -> str:
@@ -110,7 +110,7 @@ def write_report(study: Any, rhp: Any, output_dir: str, user_overrides: str = ""
     print (the table, the best trial, and where the files are)."""
     header, rows = trial_rows(study, rhp)
     tsv = "\n".join("\t".join(c.replace("\t", " ") for c in r) for r in [header, *rows])
-    _write_atomic(os.path.join(output_dir, "trials.tsv"), tsv + "\n")
+    atomic_files.write_text(os.path.join(output_dir, "trials.tsv"), tsv + "\n")
     out = [format_table(header, rows), ""]
     best = best_trial(study)
     objective = study.user_attrs.get("objective", "objective")
@@ -120,12 +120,12 @@ def write_report(study: Any, rhp: Any, output_dir: str, user_overrides: str = ""
         values = hparam_values(best, rhp)
         override = best.user_attrs.get("hparams_override") or search_space.merge_overrides(
             user_overrides, values)
-        _write_atomic(os.path.join(output_dir, "best_hparams.txt"), override + "\n")
+        atomic_files.write_text(os.path.join(output_dir, "best_hparams.txt"), override + "\n")
         record = {"trial": best.number, "objective": objective, "value": best.value,
                   "direction": study.direction.name.lower(),
                   "hparams_set": study.user_attrs.get("hparams_set"), "hparams": values,
                   "hparams_override": override, "output_dir": best.user_attrs.get("output_dir")}
-        _write_atomic(os.path.join(output_dir, "best_hparams.json"),
+        atomic_files.write_text(os.path.join(output_dir, "best_hparams.json"),
                       json.dumps(record, indent=2) + "\n")
         out.append(f"Best: trial {best.number}, {objective} = {best.value:.6g}")
         out.append(f"  --hparams_set={record['hparams_set']} --hparams='{override}'")

@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 from t2t import registry
-from t2t.hparams.hparams import HParams, HParamsError, _split_top_level
+from t2t.hparams.hparams import HParams, HParamsError, split_top_level
 from t2t.hparams.ranged import LOG_SCALE, REVERSE_LOG_SCALE, Range, RangedHParams
 
 REVERSE_LOG_PREFIX = "1-"
@@ -161,7 +161,7 @@ def override_string(values: dict[str, Any]) -> str:
 def merge_overrides(user_overrides: str, values: dict[str, Any]) -> str:
     """The user's `--hparams` with the trial's `values` on top (the trial's win)."""
     kept = []
-    for part in _split_top_level(user_overrides or ""):
+    for part in split_top_level(user_overrides or ""):
         name = part.split("=", 1)[0].strip()
         if name not in values:
             kept.append(part)

@@ -51,7 +51,7 @@ from t2t.tuning.trial_process import (
     tail,
     terminate,
 )
-from t2t.utils import optional_deps
+from t2t.utils import atomic_files, optional_deps
 
 DEFAULT_STUDY_NAME = "t2t_study"
 ALL_CRASH_LIMIT = 3  # crashes, with no trial that trained, that stop the tuner
@@ -211,14 +211,7 @@ def _claim_output_dir(config: TunerConfig, write: bool = True) -> None:
             f"{config.output_dir} holds the trials of study {recorded.get('study_name')!r} "
             f"(see {path}); give study {config.study_name!r} another --output_dir.")
     if write and recorded != mine:
-        _write_atomic(path, json.dumps(mine, indent=2) + "\n")
-
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+        atomic_files.write_text(path, json.dumps(mine, indent=2) + "\n")
 
 
 @contextlib.contextmanager

@@ -74,6 +74,21 @@ def test_first_sentence_keeps_abbreviations():
     assert flag_help.first_sentence("No full stop at all") == "No full stop at all"
 
 
+
+def test_group_of_a_flag_declared_generated_or_neither():
+    from absl import flags
+
+    from t2t import config
+    from t2t.bin import config_flags
+
+    config_flags.define(config.TrainerConfig, only=("train_steps",),
+                        flag_values=flags.FlagValues())
+    assert config_flags.config_class_name("train_steps") == "TrainerConfig"
+    assert flag_help.group_of("train_steps") == "Training"  # from its config class
+    assert flag_help.group_of("registry_help") == flag_help.GENERAL  # declared
+    assert config_flags.config_class_name("zz_no_such_flag") is None
+    assert flag_help.group_of("zz_no_such_flag") == flag_help.OTHER
+
 def test_help_spellings_and_flags_a_binary_does_not_use():
     text = _help("t2t-bleu", "--help=true")
     assert "--translation" in text

@@ -265,7 +265,6 @@ def test_readme_writer_fails_clearly_without_markers(tmp_path):
     result = _run([sys.executable, "-m", "t2t.bin.t2t_flag_compat", f"--write={readme}"])
     assert result.returncode == 1
     assert result.stderr == (
-        f"error: {readme} needs one '{compat.BEGIN}' line and one '{compat.END}' line (none, "
-        f"or several, found): add the two marker lines where the table of Tensor2Tensor "
-        f"flags goes, then run this again.\n")
+        f"error: {readme}: the README has no t2t-flags block: add a line {compat.BEGIN} and, "
+        f"below it, a line {compat.END} where the table goes\n")
     assert readme.read_text() == f"# t\n{compat.BEGIN}\nno end marker\n"

@@ -251,13 +251,31 @@ def test_a_set_without_an_hparam_the_model_reads_is_named():
 
     seq2seq = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                              vocab_size={"inputs": VOCAB, "targets": VOCAB})
-    # Read at construction: the error names the sets that define it.
-    with pytest.raises(HParamsError, match="reads hparam 'num_heads'.*lstm_bahdanau_attention"):
+    # create_model checks the model's view first: the error names each missing key and
+    # the sets that define it.
+    with pytest.raises(HParamsError, match="missing 'num_heads' .*lstm_bahdanau_attention"):
         t2t_model.create_model("lstm_seq2seq_attention", basic.create_hparams("lstm_seq2seq"),
                                "train", seq2seq)
-    # Read in call (through Keras' re-raise): still a MissingHParamError naming it.
     hparams = basic.create_hparams("transformer_test")
     hparams.del_hparam("pos")
-    model = t2t_model.create_model("transformer", hparams, "train", seq2seq)
+    with pytest.raises(HParamsError, match="missing 'pos'"):
+        t2t_model.create_model("transformer", hparams, "train", seq2seq)
+    # Built directly and read in call (through Keras' re-raise): a MissingHParamError.
+    model = transformer.Transformer(hparams, "train", seq2seq)
     with pytest.raises(MissingHParamError, match="no hparam 'pos'"):
         model.build_weights()
+
+
+def test_check_modalities_names_the_model_what_it_maps_and_what_the_problem_has():
+    symbol, label = "symbol", "class_label"
+    t2t_model.check_modalities("m", {"inputs": symbol, "targets": label}, inputs=(symbol,),
+                               targets=(symbol, label))  # accepted: no error
+    with pytest.raises(ValueError) as error:
+        t2t_model.check_modalities("slicenet", {"targets": symbol}, inputs=(symbol,),
+                                   targets=(symbol, label), detail=" (one per position)")
+    assert str(error.value) == (
+        "slicenet maps symbol inputs to symbol or class-label targets (one per position), but "
+        "the problem's modalities are {'targets': 'symbol'}.")
+    with pytest.raises(ValueError, match="bytenet maps symbol inputs to symbol targets, but"):
+        t2t_model.check_modalities("bytenet", {"inputs": symbol, "targets": label},
+                                   inputs=(symbol,), targets=(symbol,))

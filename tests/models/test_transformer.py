@@ -339,3 +339,33 @@ def test_transformer_tiny_learns_to_copy():
     assert losses[-1] < 0.5 * losses[0]
     assert accuracy >= 0.95, (before, accuracy, losses[::25])
     print(f"copy task: accuracy {before:.2f} -> {accuracy:.3f} in {time.time() - start:.1f}s")
+
+
+def test_sublayer_wraps_an_inner_layer_and_passes_its_extra_output_through():
+    """transformer.Sublayer (also transformer_moe's blocks): pre-norm, inner, residual;
+    an inner (output, extra) pair (a cache, attention weights, an experts' loss) comes
+    back beside the output; its variables are named pre/inner/post."""
+    from t2t.models import variable_names
+
+    hp = basic.create_hparams("transformer_test", NO_DROPOUT)  # "n" then "da"
+
+    class Doubling(keras.layers.Layer):
+        def __init__(self, with_loss: bool):
+            super().__init__()
+            self.scale = keras.layers.Dense(hp.hidden_size, use_bias=False)
+            self.with_loss = with_loss
+
+        def call(self, x, training=None):
+            y = self.scale(x)
+            return (y, tf.constant(0.5)) if self.with_loss else y
+
+    x = tf.random.stateless_normal([2, 3, hp.hidden_size], seed=[1, 2])
+    plain = transformer.Sublayer(Doubling(False), hp, "ffn")
+    out = plain(x)
+    expected = x + plain.inner(plain.pre(x))  # post "da": dropout (0) then add the residual
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-6)
+    paired = transformer.Sublayer(Doubling(True), hp, "ffn")
+    out, loss = paired(x)
+    assert out.shape == x.shape and float(loss) == 0.5
+    assert sorted(variable_names.named_variables(plain)) == [
+        "inner.scale.kernel", "pre.norm.beta", "pre.norm.gamma"]

@@ -18,7 +18,7 @@ def test_table_lists_every_builtin_problem():
 def test_replace_block():
     text = f"a\n{catalog.BEGIN}\nold\n{catalog.END}\nb"
     assert catalog.replace_block(text, "new") == f"a\n{catalog.BEGIN}\nnew\n{catalog.END}\nb"
-    with pytest.raises(ValueError, match="Expected one"):
+    with pytest.raises(ValueError, match="has no problems block"):
         catalog.replace_block("no markers", "x")
 
 

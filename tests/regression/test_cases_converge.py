@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from regression import runner
+from regression import selection
 from regression.cases import CASES
 
 # The quick case CI runs: the seq2seq path end to end (train, beam decode, BLEU) in about
@@ -25,9 +25,9 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def _runnable_here():
-    registered = runner.load_registered()
-    hardware = runner.parse_hardware(None)
-    return [c for c in CASES if not runner.skip_reasons(c, hardware, registered)]
+    registered = selection.load_registered()
+    hardware = selection.parse_hardware(None)
+    return [c for c in CASES if not selection.skip_reasons(c, hardware, registered)]
 
 
 def _run(args, output):

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from regression import matrix, runner
-from regression.cases import Case
+from regression.case_spec import Case
 from regression.report import CaseResult, RegressionError, write_report
 
 SETUP_PY = os.path.join(matrix.REPO_ROOT, "setup.py")
@@ -213,7 +213,7 @@ def test_pytest_summary_and_failures_are_parsed():
     assert crashed["summary"] == "" and crashed["passed"] == 0
 
 
-def _regression_report(path):
+def write_regression_report(path):
     case = Case(name="transformer_tiny_reverse_quick", problem="p", model="transformer",
                 hparams_set="transformer_tiny", train_steps=600, metric="accuracy",
                 band=(0.8, 1.0))
@@ -227,7 +227,7 @@ def _regression_report(path):
 
 
 def test_regression_report_cases_are_read_into_cells(tmp_path):
-    cases = matrix.regression_cases(_regression_report(tmp_path / "report.json"))
+    cases = matrix.regression_cases(write_regression_report(tmp_path / "report.json"))
     assert cases[0] == {"name": "transformer_tiny_reverse_quick", "metric": "accuracy",
                         "value": 0.9512, "band": [0.8, 1.0], "status": "PASS", "ok": True,
                         "reason": "", "minutes": 3.21}
@@ -256,7 +256,7 @@ def _matrix_args(tmp_path, python, monkeypatch):
     out = tmp_path / "pytest.txt"
     out.write_text(PYTEST_OUTPUT)
     monkeypatch.setenv("FAKE_PYTEST_OUTPUT", str(out))
-    monkeypatch.setenv("FAKE_REPORT", _regression_report(tmp_path / "r.json"))
+    monkeypatch.setenv("FAKE_REPORT", write_regression_report(tmp_path / "r.json"))
     (repo / "setup.py").write_text("edited after the commit")  # not what is tested
     return ["matrix", "--tf", "2.19,2.20", "--cache", str(tmp_path / "cache"),
             "--output", str(tmp_path / "out"), "--results", str(tmp_path / "res"),

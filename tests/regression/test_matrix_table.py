@@ -9,11 +9,11 @@ import pytest
 
 from regression import matrix, matrix_table, runner
 from regression.report import RegressionError
-from tests.regression.test_matrix import PYTEST_OUTPUT, _regression_report
+from tests.regression.test_matrix import PYTEST_OUTPUT, write_regression_report
 
 
 def _report(tmp_path):
-    cases = matrix.regression_cases(_regression_report(tmp_path / "report.json"))
+    cases = matrix.regression_cases(write_regression_report(tmp_path / "report.json"))
     tests = {**matrix.parse_pytest(PYTEST_OUTPUT)}
     return {"date": "2026-11-26T10:00:00", "commit": "abcdef1234567", "selection": "quick",
             "host": {"cpu": "Xeon", "cores": 2, "python": "3.11.7"}, "total_minutes": 61.0,
@@ -72,7 +72,7 @@ def test_the_readme_block_is_replaced_between_its_markers(tmp_path):
     assert text.startswith(f"# t2t\n{matrix_table.MATRIX_BEGIN}\n2 runs from 2026-11-20 to "
                            "2026-11-26 (per phase the latest run) on Xeon")
     assert text.endswith(f"{matrix_table.MATRIX_END}\ntail\n") and "old" not in text
-    with pytest.raises(RegressionError, match="need exactly one line"):
+    with pytest.raises(RegressionError, match="has no tf-matrix block"):
         matrix_table.replace_marked("no markers\n", "x")
     readme.write_text("no markers\n")
     assert runner.main(["matrix", "--readme", "--report", str(results),

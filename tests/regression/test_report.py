@@ -6,7 +6,7 @@ import json
 import pytest
 
 from regression import report
-from regression.cases import Case
+from regression.case_spec import Case
 
 
 def test_replace_block_errors():

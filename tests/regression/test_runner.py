@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
+from regression import case_run, runner, selection, session, tools, verdict
 from regression import report as report_lib
-from regression import runner
-from regression.cases import CASES, CPU_2CORE, FASHION_MNIST_MIRROR, Case, by_name, validate
+from regression.case_spec import CPU_2CORE, FASHION_MNIST_MIRROR, Case
+from regression.cases import CASES, by_name, validate
 from regression.report import FAIL, PASS, SKIP, CaseResult
-from regression.runner import Registered
+from regression.selection import Registered
 
 REGISTERED = Registered(
     problems=frozenset({"algorithmic_reverse_binary40_test", "algorithmic_addition_binary40_test",
@@ -92,7 +93,7 @@ def test_trainer_and_datagen_args():
     assert table["resnet_fashion_mnist"].datagen_args() == [
         "--problem=image_fashion_mnist", f"--data_mirror={FASHION_MNIST_MIRROR}"]
 
-    datagen, trainer = runner.case_commands(table["transformer_tiny_reverse"], "/out",
+    datagen, trainer = case_run.case_commands(table["transformer_tiny_reverse"], "/out",
                                             ["--random_seed=3"])
     assert datagen[0].endswith("t2t-datagen") or datagen[-1] == "t2t.bin.t2t_datagen" or \
         "t2t_datagen" in " ".join(datagen)
@@ -104,52 +105,52 @@ def test_trainer_and_datagen_args():
 # ------------------------------------------------------------------- skips and bands
 def test_skip_reasons(tmp_path):
     hardware = {CPU_2CORE}
-    assert runner.skip_reasons(_case(), hardware, REGISTERED) == []
+    assert selection.skip_reasons(_case(), hardware, REGISTERED) == []
 
-    reasons = runner.skip_reasons(by_name()["shake_shake_cifar10"], hardware, REGISTERED)
+    reasons = selection.skip_reasons(by_name()["shake_shake_cifar10"], hardware, REGISTERED)
     assert any("needs 1xGPU" in r for r in reasons)
     assert "problem 'image_cifar10' not registered" in reasons
     # Available hardware, still unregistered: skipped for that reason alone.
-    assert runner.skip_reasons(by_name()["shake_shake_cifar10"], {"1xGPU"}, REGISTERED) == [
+    assert selection.skip_reasons(by_name()["shake_shake_cifar10"], {"1xGPU"}, REGISTERED) == [
         "problem 'image_cifar10' not registered"]
 
-    assert runner.skip_reasons(_case(model="nope", hparams_set="nada"), hardware, REGISTERED) == [
+    assert selection.skip_reasons(_case(model="nope", hparams_set="nada"), hardware, REGISTERED) == [
         "model 'nope' not registered", "hparams set 'nada' not registered"]
-    assert runner.skip_reasons(_case(problem="algorithmic_reverse_binary40_test_rev"),
+    assert selection.skip_reasons(_case(problem="algorithmic_reverse_binary40_test_rev"),
                                hardware, REGISTERED) == []
-    assert runner.skip_reasons(_case(strategy="multi_worker_2"), hardware, REGISTERED) == []
-    assert runner.skip_reasons(_case(strategy="nope"), hardware, REGISTERED) == [
+    assert selection.skip_reasons(_case(strategy="multi_worker_2"), hardware, REGISTERED) == []
+    assert selection.skip_reasons(_case(strategy="nope"), hardware, REGISTERED) == [
         "unknown strategy 'nope'"]
 
     missing = _case(data_mirror=str(tmp_path / "absent"))
-    [reason] = runner.skip_reasons(missing, hardware, REGISTERED)
+    [reason] = selection.skip_reasons(missing, hardware, REGISTERED)
     assert reason == f"data mirror {tmp_path / 'absent'} missing"
-    assert runner.skip_reasons(_case(data_mirror=str(tmp_path)), hardware, REGISTERED) == []
-    assert runner.skip_reasons(_case(data_mirror="https://mirror.example/x/"), hardware,
+    assert selection.skip_reasons(_case(data_mirror=str(tmp_path)), hardware, REGISTERED) == []
+    assert selection.skip_reasons(_case(data_mirror="https://mirror.example/x/"), hardware,
                                REGISTERED) == []
     fashion = by_name()["resnet_fashion_mnist"]
-    [reason] = runner.skip_reasons(fashion, hardware, REGISTERED, mirror_exists=lambda p: False)
+    [reason] = selection.skip_reasons(fashion, hardware, REGISTERED, mirror_exists=lambda p: False)
     assert "apt-get install dataset-fashion-mnist" in reason
 
 
 def test_parse_hardware(monkeypatch):
-    monkeypatch.delenv(runner.HARDWARE_ENV, raising=False)
-    assert runner.parse_hardware(None) == {CPU_2CORE}
-    assert runner.parse_hardware("cpu-2core, 8xV100,") == {CPU_2CORE, "8xV100"}
-    monkeypatch.setenv(runner.HARDWARE_ENV, "1xGPU")
-    assert runner.parse_hardware(None) == {"1xGPU"}
+    monkeypatch.delenv(selection.HARDWARE_ENV, raising=False)
+    assert selection.parse_hardware(None) == {CPU_2CORE}
+    assert selection.parse_hardware("cpu-2core, 8xV100,") == {CPU_2CORE, "8xV100"}
+    monkeypatch.setenv(selection.HARDWARE_ENV, "1xGPU")
+    assert selection.parse_hardware(None) == {"1xGPU"}
 
 
 def test_in_band():
-    assert runner.in_band(0.9, (0.9, 1.0)) and runner.in_band(1.0, (0.9, 1.0))
-    assert not runner.in_band(0.8999, (0.9, 1.0))
-    assert not runner.in_band(None, (0.9, 1.0))
-    assert not runner.in_band(float("nan"), (0.0, 1.0))
+    assert verdict.in_band(0.9, (0.9, 1.0)) and verdict.in_band(1.0, (0.9, 1.0))
+    assert not verdict.in_band(0.8999, (0.9, 1.0))
+    assert not verdict.in_band(None, (0.9, 1.0))
+    assert not verdict.in_band(float("nan"), (0.0, 1.0))
 
 
 def _judged(evals, returncode=0, **case_kwargs):
     result = CaseResult.for_case(_case(**case_kwargs))
-    runner.judge(result, evals, returncode)
+    verdict.judge(result, evals, returncode)
     return result
 
 
@@ -200,13 +201,13 @@ def test_a_recorded_figure_narrows_the_band_and_says_why():
 
 def test_read_eval_results_ignores_a_torn_line(tmp_path):
     (tmp_path / "eval_results.jsonl").write_text('{"step": 1, "accuracy": 0.5}\n{"step": 2, "acc')
-    assert runner.read_eval_results(str(tmp_path)) == [{"step": 1, "accuracy": 0.5}]
-    assert runner.read_eval_results(str(tmp_path / "none")) == []
+    assert verdict.read_eval_results(str(tmp_path)) == [{"step": 1, "accuracy": 0.5}]
+    assert verdict.read_eval_results(str(tmp_path / "none")) == []
 
 
 # ---------------------------------------------------------------------------- list
 def test_list_output(capsys, monkeypatch):
-    monkeypatch.delenv(runner.HARDWARE_ENV, raising=False)
+    monkeypatch.delenv(selection.HARDWARE_ENV, raising=False)
     assert runner.main(["list"], registered=REGISTERED) == 0
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines() if line and line[0].isalpha()}
@@ -282,7 +283,7 @@ def _values():
 
 
 def test_run_full_with_fake_trainer(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    monkeypatch.setattr(session, "plots_available", lambda: False)
     fake = FakeTrainer(_values())
     output = tmp_path / "out"
     status = runner.main(["run", "--full", "--output", str(output), "--hardware=cpu-2core"],
@@ -322,7 +323,7 @@ def test_run_full_with_fake_trainer(tmp_path, capsys, monkeypatch):
 
 
 def test_run_quick_passes_and_starts_over(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "plots_available", lambda: True)
+    monkeypatch.setattr(session, "plots_available", lambda: True)
     plotted = []
 
     def fake_plot(result, path):
@@ -330,7 +331,7 @@ def test_run_quick_passes_and_starts_over(tmp_path, capsys, monkeypatch):
         open(path, "wb").close()
         return path
 
-    monkeypatch.setattr(runner, "plot_curve", fake_plot)
+    monkeypatch.setattr(session, "plot_curve", fake_plot)
     output = tmp_path / "out"
     args = ["run", "--output", str(output)]
     fake = FakeTrainer(_values())
@@ -502,7 +503,7 @@ def test_dry_run_writes_nothing(tmp_path, capsys):
 def test_stream_command_prefixes_and_logs(tmp_path, capsys):
     log_path = tmp_path / "log.txt"
     with open(log_path, "w") as log:
-        status = runner.stream_command(
+        status = tools.stream_command(
             [sys.executable, "-c", "import sys; print('one'); print('two', file=sys.stderr); "
                                    "sys.exit(3)"], log, "[x] ")
     out = capsys.readouterr().out
@@ -520,7 +521,7 @@ def _report(tmp_path):
 
 
 def test_markdown_table(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    monkeypatch.setattr(session, "plots_available", lambda: False)
     report_path = _report(tmp_path)
     capsys.readouterr()
     assert runner.main(["readme", "--report", report_path]) == 0
@@ -533,7 +534,7 @@ def test_markdown_table(tmp_path, capsys, monkeypatch):
 
 
 def test_readme_block_replacement(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    monkeypatch.setattr(session, "plots_available", lambda: False)
     report_path = _report(tmp_path)
     readme = tmp_path / "README.md"
     readme.write_text(f"# Title\n\nBefore.\n\n{report_lib.BEGIN_MARKER}\nold table\n"
@@ -575,7 +576,7 @@ def test_empty_block_and_the_projects_readme(tmp_path):
 
 @pytest.mark.slow
 def test_load_registered_reads_t2t_registry():
-    registered = runner.load_registered()
+    registered = selection.load_registered()
     assert "transformer" in registered.models
     assert registered.has_problem("algorithmic_reverse_binary40_test")
     assert "transformer_tiny" in registered.hparams_sets
@@ -583,7 +584,7 @@ def test_load_registered_reads_t2t_registry():
 
 def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
     case = _case(strategy="multi_worker_2")
-    _, trainer = runner.case_commands(case, str(tmp_path))
+    _, trainer = case_run.case_commands(case, str(tmp_path))
     separator = trainer.index("--")
     assert any("t2t-launch" in part or "t2t_launch" in part for part in trainer[:separator])
     assert "--num_workers=2" in trainer[:separator]
@@ -593,7 +594,7 @@ def test_a_multi_worker_case_trains_through_t2t_launch(tmp_path):
 
 
 def test_a_folder_of_reports_makes_one_table_with_each_runs_date(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(runner, "plots_available", lambda: False)
+    monkeypatch.setattr(session, "plots_available", lambda: False)
     report = json.loads(open(_report(tmp_path)).read())
     for case in report["cases"]:  # as reports written before cases carried their own
         del case["commit"], case["date"]

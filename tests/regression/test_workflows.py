@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from regression import runner, workflows
+from regression import tools, workflows
 
 
 def test_steps_to_is_the_first_evaluation_at_the_threshold():
@@ -57,7 +57,7 @@ def test_an_interrupted_back_translation_resumes_without_duplicating_lines(tmp_p
         flow.train("reverse_model", f"{workflows.REVERSE}_rev")
         mono = workflows.monolingual_targets(flow)
         target = os.path.join(flow.tmp_dir, "backtranslated.inputs")
-        command = [*runner.tool_command("t2t-decoder"),
+        command = [*tools.tool_command("t2t-decoder"),
                    *flow.decode_args("reverse_model", mono, target)]
         record = target + ".partial.json"
         with open(tmp_path / "killed.log", "w") as killed_log:

@@ -175,13 +175,13 @@ def _kept_checkpoints(output_dir: str) -> dict[str, str]:
 def test_a_cluster_error_says_its_cause_and_names_the_lost_task():
     import tensorflow as tf
 
-    from t2t.trainer import strategy
+    from t2t.trainer import strategy_cluster
 
     noisy = ("Graph execution error:\n\nDetected at node CollectiveReduceV2 defined at (most "
              "recent call last):\n  File \"loop.py\", line 1, in train\n\nCollective ops is "
              "aborted by: The following tasks are unhealthy (stopped sending heartbeats):\n"
              "/job:worker/replica:0/task:1\n\t [[{{node CollectiveReduceV2}}]] [Op:__inference_1]")
-    summary = strategy.peer_error_summary(tf.errors.UnavailableError(None, None, noisy))
+    summary = strategy_cluster.peer_error_summary(tf.errors.UnavailableError(None, None, noisy))
     assert summary == ("UnavailableError: Collective ops is aborted by: The following tasks are "
                        "unhealthy (stopped sending heartbeats): /job:worker/replica:0/task:1")
     config = {"cluster": {"chief": ["127.0.0.1:2222"], "worker": ["127.0.0.1:22240"],
@@ -189,14 +189,14 @@ def test_a_cluster_error_says_its_cause_and_names_the_lost_task():
     lost = tf.errors.UnavailableError(None, None, "failed to connect to all addresses; last "
                                       "error: UNKNOWN: ipv4:127.0.0.1:2224: Connection refused "
                                       "(from 127.0.0.1:2222, /job:worker/replica:0/task:0)")
-    summary = strategy.peer_error_summary(lost, config)  # the unreachable one: not the
+    summary = strategy_cluster.peer_error_summary(lost, config)  # the unreachable one: not the
     assert summary.startswith("ps:0 at 127.0.0.1:2224, UnavailableError: failed to connect")
     # chief itself (its own address), nor the worker that ran the function (its device)
     config = {"cluster": {"worker": ["127.0.0.1:2222", "127.0.0.1:2223"]},
               "task": {"type": "worker", "index": 0}}
-    summary = strategy.peer_error_summary(tf.errors.UnavailableError(None, None, noisy), config)
+    summary = strategy_cluster.peer_error_summary(tf.errors.UnavailableError(None, None, noisy), config)
     assert summary.startswith("worker:1 at 127.0.0.1:2223, UnavailableError: Collective ops")
-    long = strategy.peer_error_summary(tf.errors.DeadlineExceededError(None, None, "x" * 999))
+    long = strategy_cluster.peer_error_summary(tf.errors.DeadlineExceededError(None, None, "x" * 999))
     assert len(long) == 300 and long.endswith("...")
 
 

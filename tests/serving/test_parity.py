@@ -9,7 +9,7 @@ def _want(text="1 0", score=-1.0, beams=None):
 
 
 def test_equal_outputs_and_close_scores_pass():
-    comparison = parity._Comparison(sampling=False)
+    comparison = parity.Comparison(sampling=False)
     comparison.add(parity.TEXT_SIGNATURE, "'0 1'", _want(), "1 0", -1.0004, None)
     comparison.add(parity.EXAMPLES_SIGNATURE, "[3, 2, 1]", _want(), "1 0", -1.0, [("1 0", -1.0)])
     assert comparison.compared == 2 and not comparison.differences
@@ -17,7 +17,7 @@ def test_equal_outputs_and_close_scores_pass():
 
 
 def test_each_difference_is_named():
-    comparison = parity._Comparison(sampling=False)
+    comparison = parity.Comparison(sampling=False)
     comparison.add(parity.TEXT_SIGNATURE, "'0 1'", _want(), "1 1", -1.0, None)
     comparison.add(parity.TEXT_SIGNATURE, "'1'", _want(), "1 0", -1.5, None)
     want = _want(beams=[("1 0", -1.0), ("0", -2.0)])
@@ -29,6 +29,6 @@ def test_each_difference_is_named():
 
 
 def test_sampled_outputs_are_only_counted():
-    comparison = parity._Comparison(sampling=True)
+    comparison = parity.Comparison(sampling=True)
     comparison.add(parity.TEXT_SIGNATURE, "'0'", _want(), "anything", 5.0, None)
     assert comparison.compared == 1 and not comparison.differences

@@ -221,7 +221,7 @@ def test_subword_from_description_and_saved_model(subword_encoder, tmp_path):
     # The export's asset (a copy: the encoder keeps its own file) rebuilds the tokenizer.
     assets = tmp_path / "assets"
     assets.mkdir()
-    paths = export_lib._write_vocab_assets({"inputs": encoder, "targets": None}, str(assets))
+    paths = export_lib.write_vocab_assets({"inputs": encoder, "targets": None}, str(assets))
     assert paths == [str(assets / "inputs.subwords")] and encoder.filename == str(vocab)
     strings = SubwordTextEncoder(paths[0]).all_subtoken_strings
     assert strings == encoder.all_subtoken_strings

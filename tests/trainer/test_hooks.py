@@ -7,6 +7,7 @@ from t2t.config import RuntimeConfig
 from t2t.problems.input_pipeline import Batching
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import strategy as strategy_lib
+from t2t.trainer import strategy_hooks
 from t2t.trainer.runtime import Runtime
 
 
@@ -17,6 +18,7 @@ def _runtime():
 def test_one_device_gets_the_default_hooks_and_a_checkpointable_iterator():
     hooks = hooks_lib.hooks_for(_runtime())
     assert type(hooks) is hooks_lib.StrategyHooks and not hooks.parameter_server
+    assert hooks_lib.StrategyHooks is strategy_hooks.StrategyHooks  # the old path still works
     batching = Batching(batch_size=64)
     assert hooks.batching(batching) is batching
     iterator = hooks.train_iterator(lambda ctx: tf.data.Dataset.range(4).batch(2))

@@ -1,4 +1,4 @@
-"""The training loop's stopping rules: NaN losses and lost cluster peers."""
+"""The training loop's stopping rules: NaN losses, lost cluster peers, an action's reason."""
 
 import pytest
 import tensorflow as tf
@@ -54,3 +54,11 @@ def test_a_non_finite_loss_stops_naming_the_kept_checkpoint():
     assert "/run/ckpt-20" in str(error.value) and "clip_grad_norm" in str(error.value)
     assert str(error.value).endswith("float32. HINT.")  # the task's own advice follows
     _loop(in_cluster=False)._check_finite(21, 0.5)  # finite: nothing happens
+
+
+def test_the_first_reason_to_stop_is_the_one_kept():
+    loop = _loop(in_cluster=False)
+    loop.stop_reason = ""
+    loop.request_stop("Early stopping at step 20: loss has not decreased.")
+    loop.request_stop("Another action's reason.")
+    assert loop.stop_requested and loop.stop_reason.startswith("Early stopping at step 20")

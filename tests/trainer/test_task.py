@@ -8,6 +8,7 @@ import tensorflow as tf
 from t2t import registry
 from t2t.config import InputConfig
 from t2t.hparams.basic import create_hparams
+from t2t.models import t2t_model
 from t2t.problems import problem as problem_lib
 from t2t.trainer import task as task_lib
 
@@ -65,6 +66,7 @@ def test_validation_step_sums_the_problem_metrics(task):
     ("resnet", [28, 28, 1], "(28x28 px): the sets made for 28-32 px images train stably on "
                             "them: --hparams_set=resnet_cifar_15 or --hparams_set=resnet_cifar_32."),
     ("shake_shake", [32, 32, 3], "--hparams_set=shakeshake_small or --hparams_set=shake_shake_quick."),
+    ("xception", [32, 32, 3], "train stably on them: --hparams_set=xception_tiny_cpu."),
     ("basic_fc_relu", [32, 32, 3], ": --model=resnet --hparams_set=resnet_cifar_15 or "),
     ("resnet", [224, 224, 3], None),  # ImageNet-sized: the generic advice only
     ("resnet", None, None),  # not an image problem
@@ -85,3 +87,15 @@ def test_no_small_image_hint_when_such_a_set_diverged():
     task.model_name, task.hparams_set = "resnet", "resnet_cifar_15"
     task.problem_hparams = type("ProblemHParams", (), {"image_shape": [32, 32, 3]})()
     assert task.divergence_hint() == ""
+
+
+def test_every_declared_small_image_set_is_registered():
+    """The sets a model declares (T2TModel.SMALL_IMAGE_HPARAMS_SETS) are registered: the
+    hint never names a set a user cannot train with."""
+    declared = {name: registry.model(name).SMALL_IMAGE_HPARAMS_SETS for name in registry.list_models()}
+    declared = {name: sets for name, sets in declared.items() if sets}
+    assert {"resnet", "shake_shake", "xception"} <= set(declared)
+    assert declared[t2t_model.SMALL_IMAGE_MODEL]  # the fallback names sets of its own
+    registered = set(registry.list_hparams())
+    assert {(model, name) for model, sets in declared.items() for name in sets
+            if name not in registered} == set()

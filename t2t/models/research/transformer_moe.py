@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.features import Modality
+from t2t.hparams import views
 from t2t.layers import attention, common, feed_forward, mixture_of_experts, positional
 from t2t.models import t2t_model, transformer
 
@@ -67,7 +68,7 @@ def _check_type(kind: str, supported: tuple[str, ...], what: str, layer_types: s
         )
 
 
-def parse_layer_types(hparams: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+def parse_layer_types(hparams: views.TransformerMoeHParams) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
     """(encoder layers [(attention, ffn)], decoder layers [(self, encdec, ffn)]) spelled
     by hparams.layer_types (T2T's _extract_layer_types); encdec is "_" without encoder.
 
@@ -140,7 +141,7 @@ class SeparableConvFFN(common.Layer):
         return self.conv2(self._pad(h, 31))
 
 
-def _ffn(kind: str, hparams: Any) -> keras.layers.Layer:
+def _ffn(kind: str, hparams: views.TransformerMoeHParams) -> keras.layers.Layer:
     init = common.initializer(hparams)
     if kind == "fc":
         return feed_forward.DenseReluDense(hparams.filter_size, hparams.hidden_size,
@@ -154,56 +155,43 @@ def _ffn(kind: str, hparams: Any) -> keras.layers.Layer:
                             masked=kind == "sepm", kernel_initializer=init, name=kind)
 
 
-def _attention(hparams: Any, name: str) -> attention.MultiHeadAttention:
+def _attention(hparams: views.TransformerMoeHParams, name: str) -> attention.MultiHeadAttention:
     return attention.MultiHeadAttention(
         hparams.hidden_size, hparams.num_heads, dropout=hparams.attention_dropout,
         kernel_initializer=common.initializer(hparams), key_channels=hparams.attention_key_channels,
         value_channels=hparams.attention_value_channels, name=name)
 
 
-class Block(common.Layer):
-    """preprocess -> inner -> postprocess with the residual; returns (output, extra loss)."""
-
-    def __init__(self, inner: keras.layers.Layer, hparams: Any, name: str):
-        super().__init__(name=name)
-        dropout = hparams.layer_prepostprocess_dropout
-        self.pre = common.PrePostProcess(hparams.layer_preprocess_sequence, hparams, dropout, "pre")
-        self.inner = inner
-        self.post = common.PrePostProcess(hparams.layer_postprocess_sequence, hparams, dropout, "post")
-
-    def call(self, x: tf.Tensor, training: bool | None = None, **kwargs: Any) -> tuple[tf.Tensor, tf.Tensor]:
-        y = self.inner(self.pre(x, training=training), training=training, **kwargs)
-        loss = tf.constant(0.0)
-        if isinstance(y, tuple):
-            y, loss = y
-        return self.post(y, residual=x, training=training), loss
-
-
 class MoeLayer(common.Layer):
-    """One encoder (attention, ffn) or decoder (self, encdec or "_", ffn) layer."""
+    """One encoder (attention, ffn) or decoder (self, encdec or "_", ffn) layer, each block
+    inside the Transformer's pre/post-processing (transformer.Sublayer)."""
 
-    def __init__(self, hparams: Any, types: tuple[str, ...], name: str):
+    def __init__(self, hparams: views.TransformerMoeHParams, types: tuple[str, ...], name: str):
         super().__init__(name=name)
         self.types = types
-        self.self_attention = Block(_attention(hparams, "self_attention"), hparams, "self_attention")
+        self.self_attention = transformer.Sublayer(_attention(hparams, "self_attention"),
+                                                   hparams, "self_attention")
         self.encdec_attention = (
-            Block(_attention(hparams, "encdec_attention"), hparams, "encdec_attention")
+            transformer.Sublayer(_attention(hparams, "encdec_attention"), hparams,
+                                 "encdec_attention")
             if len(types) == 3 and types[1] != NO_ATTENTION else None
         )
-        self.ffn = Block(_ffn(types[-1], hparams), hparams, "ffn")
+        self.ffn = transformer.Sublayer(_ffn(types[-1], hparams), hparams, "ffn")
 
     def call(self, x, bias, memory=None, memory_bias=None, training=None):
-        """[B, T, H] -> ([B, T, H], the layer's load-balancing loss)."""
-        x, loss = self.self_attention(x, training=training, bias=bias)
+        """[B, T, H] -> ([B, T, H], the layer's load-balancing loss: 0 without experts)."""
+        x = self.self_attention(x, training=training, bias=bias)
         if self.encdec_attention is not None:
-            x, _ = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias)
-        x, ffn_loss = self.ffn(x, training=training)
-        return x, loss + ffn_loss
+            x = self.encdec_attention(x, training=training, memory=memory, bias=memory_bias)
+        x = self.ffn(x, training=training)  # a mixture of experts: (output, its loss)
+        return x if isinstance(x, tuple) else (x, tf.constant(0.0))
 
 
 @registry.register_model
 class TransformerMoe(t2t_model.T2TModel):
     """Encoder-decoder or decoder-only Transformer spelled by hparams.layer_types."""
+
+    HPARAMS_VIEW = views.TransformerMoeHParams
 
     WEIGHT_DIMENSIONS = (
         (r"/moe/expert_kernel_0$", ("experts", "d_model", "d_ff")),

@@ -44,6 +44,7 @@ import keras
 import tensorflow as tf
 
 from t2t import registry
+from t2t.hparams import views
 from t2t.layers import attention, common, positional
 from t2t.models import t2t_model, transformer
 
@@ -54,7 +55,7 @@ STEP_SIGNAL_TYPES = ("learned", "sinusoid")
 ActStats = dict[str, tf.Tensor]  # "ponder_times", "remainders", "halting_probability": [B, T]
 
 
-def check_hparams(hparams: Any) -> None:
+def check_hparams(hparams: views.UniversalTransformerHParams) -> None:
     """ValueError for a recurrence or option this implementation does not have."""
     supported = {
         "recurrence_type": RECURRENCE_TYPES,
@@ -83,7 +84,8 @@ class DepthRecurrence(common.Layer):
     (1 where halted: the halting weights' sum).
     """
 
-    def __init__(self, hparams: Any, unit: keras.layers.Layer, name: str):
+    def __init__(self, hparams: views.UniversalTransformerHParams, unit: keras.layers.Layer,
+                 name: str):
         super().__init__(name=name)
         check_hparams(hparams)
         self.unit = unit
@@ -191,6 +193,8 @@ class UniversalTransformer(transformer.Transformer):
 
     `encode` and `decode` return the Transformer's results plus the ACT statistics of
     their stack ({} for "basic"), as T2T's UniversalTransformer.encode/decode do."""
+
+    HPARAMS_VIEW = views.UniversalTransformerHParams
 
     encoder_only = False
     has_decode_cache = False  # decoding re-runs the model on the prefix (module doc)

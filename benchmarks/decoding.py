@@ -114,9 +114,9 @@ def build_model(
     PREDICT mode with random weights."""
     import tensorflow as tf
 
+    from t2t.data.problem import ProblemHParams
     from t2t.hparams import basic
     from t2t.models import t2t_model
-    from t2t.problems.problem import ProblemHParams
 
     features = ("targets",) if decoder_only else ("inputs", "targets")
     php = ProblemHParams(modality={f: "symbol" for f in features},

@@ -43,9 +43,9 @@ def build_model(hparams_set: str, image_shape: list[int], seed: int = 0) -> Any:
     """An unconditional imagetransformer in PREDICT mode with random weights."""
     import tensorflow as tf
 
+    from t2t.data.problem import ProblemHParams
     from t2t.hparams import basic
     from t2t.models import image_transformer, t2t_model
-    from t2t.problems.problem import ProblemHParams
 
     php = ProblemHParams(modality={"targets": "image"}, vocab_size={"targets": 256},
                          image_shape=list(image_shape))

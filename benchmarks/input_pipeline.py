@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks import real_text
+from t2t.data.pipeline import input_pipeline as ip
+from t2t.hparams import basic
 from t2t.hparams.hparams import HParams
-from t2t.problems import algorithmic
-from t2t.problems import input_pipeline as ip
+from t2t.problems.algorithmic_tasks import algorithmic
 
 
 class _BenchReverseDecimal40(algorithmic.AlgorithmicReverseDecimal40):
@@ -41,21 +42,12 @@ class _BenchReverseDecimal40(algorithmic.AlgorithmicReverseDecimal40):
 
 
 def _hparams(**overrides: Any) -> HParams:
-    values = dict(
-        batch_size=4096,
-        max_length=0,
-        min_length_bucket=8,
-        length_bucket_step=1.1,
-        eval_drop_long_sequences=False,
-        pack_dataset=False,
-        use_fixed_batch_size=False,
-        min_length=0,
-        max_input_seq_length=0,  # no truncation
-        max_target_seq_length=0,
-        batch_shuffle_size=512,
-    )
-    values.update(overrides)
-    return HParams(**values)
+    """basic_params1's batching fields (every key the pipeline reads, kept in step with
+    the library) with a 4096-token batch and `overrides`."""
+    hparams = basic.basic_params1()
+    for name, value in {"batch_size": 4096, "batch_shuffle_size": 512, **overrides}.items():
+        hparams.set_hparam(name, value)
+    return hparams
 
 
 def _count(batch: dict[str, np.ndarray]) -> tuple[int, int, int]:

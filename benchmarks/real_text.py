@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from t2t.problems import algorithmic, text_encoder, text_files
-from t2t.problems import problem as problem_lib
-from t2t.problems.sentencepiece_encoder import SentencePieceEncoder
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
+from t2t.data.encoders.sentencepiece_encoder import SentencePieceEncoder
+from t2t.problems.algorithmic_tasks import algorithmic
+from t2t.problems.text import text_files
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 MIN_WORDS = 3

@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks import harness, torch_resnet, training
+from t2t.data.bases import image_problems
 from t2t.hparams import resnet as _resnet_hparams  # noqa: F401  (registers the sets)
 from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
-from t2t.problems import image_problems
 
 PRECISIONS = training.PRECISIONS
 TRAINER, BARE, TORCH = training.TRAINER, training.BARE, "torch ResNet"

@@ -98,10 +98,11 @@ from benchmarks.harness import (  # noqa: F401  (resnet.py reads these from here
     trainer_path,
 )
 from benchmarks.torch_transformer import torch_available, torch_step
+from t2t.data.encoders import text_encoder
 from t2t.hparams import transformer as _transformer_hparams  # noqa: F401  (registers the sets)
 from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
-from t2t.problems import algorithmic, text_encoder
+from t2t.problems.algorithmic_tasks import algorithmic
 
 MODELS = ("transformer_tiny", "transformer_small", "transformer_base")
 TORCH, TORCH_COMPILED = "torch nn.Transformer", "torch compiled"
@@ -248,7 +249,7 @@ def input_config() -> Any:
 def sample_batches(problem: Any, data_dir: str, hparams: HParams,
                    count: int) -> list[dict[str, np.ndarray]]:
     """The first `count` training batches of the Trainer's input pipeline, as NumPy."""
-    from t2t.problems import input_pipeline
+    from t2t.data.pipeline import input_pipeline
 
     dataset = input_pipeline.input_dataset(problem, "train", data_dir, hparams,
                                            config=input_config())

@@ -20,7 +20,7 @@ def xz_bits_per_byte(case: Case, output_dir: str) -> float:
     """8 * len(xz -9 of the test text) / len(test text) for a text-files problem, whose
     raw data t2t-datagen put in OUTPUT/data/tmp (its default --tmp_dir)."""
     from t2t import registry
-    from t2t.problems import text_files
+    from t2t.problems.text import text_files
 
     problem = registry.problem(case.problem)
     tmp_dir = os.path.join(output_dir, "data", "tmp")

@@ -19,7 +19,7 @@ NUM_RESERVED_TOKENS = len(RESERVED_TOKENS)
 PAD_ID = 0
 EOS_ID = 1
 # Audio samples travel as ids: a 16-bit sample s is s + PCM_OFFSET, in [1, 65536], so
-# that 0 pads audio as it pads tokens (t2t.layers.audio, t2t.problems.speech).
+# that 0 pads audio as it pads tokens (t2t.layers.audio, t2t.data.bases.speech).
 PCM_OFFSET = 32769
 
 # Modes, as tf.estimator's ModeKeys spelled them.

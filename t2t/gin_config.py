@@ -27,7 +27,7 @@ CONFIGURABLE_MODULES = {
     **{name: "t2t.config" for name in ("TaskConfig", "DataConfig", "TrainerConfig",
                                        "RuntimeConfig", "InputConfig", "DecodeHParams",
                                        "ExportConfig", "TunerConfig")},
-    "DownloadConfig": "t2t.problems.download",
+    "DownloadConfig": "t2t.data.generation.download",
 }
 
 

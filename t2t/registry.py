@@ -2,7 +2,7 @@
 
 Importing this module imports no TensorFlow. The built-in catalogue is discovered
 lazily: the first lookup or listing of a kind imports the modules of its package
-(`t2t.problems`, `t2t.models`, `t2t.hparams`) and the installed plugins (entry point
+(`t2t.data` and `t2t.problems`, `t2t.models`, `t2t.hparams`) and the installed plugins (entry point
 group `t2t.plugins`). User code registers with the decorators:
 
     @registry.register_problem            # name: my_problem (snake_case of the class)
@@ -12,7 +12,7 @@ group `t2t.plugins`). User code registers with the decorators:
     def my_hparams(): ...
 
 A module can also claim a whole family of problem names that are built on demand
-instead of registered one by one (t2t.problems.tfds_adapter does so for `tfds_`):
+instead of registered one by one (t2t.data.tfds.adapter does so for `tfds_`):
 
     registry.register_problem_family("tfds_", make_problem, make_class)
 """
@@ -96,9 +96,9 @@ def _import_package_modules(package_name: str) -> None:
 class Registry:
     """One name -> object table with lazy discovery of the built-in modules."""
 
-    def __init__(self, kind: str, package: str, *, hint: str = ""):
+    def __init__(self, kind: str, packages: tuple[str, ...], *, hint: str = ""):
         self.kind = kind
-        self._package = package
+        self._packages = packages
         self._hint = hint
         self._entries: dict[str, Any] = {}
         self._locations: dict[str, str] = {}
@@ -139,7 +139,8 @@ class Registry:
         if self._discovered:
             return
         self._discovered = True
-        _import_package_modules(self._package)
+        for package in self._packages:
+            _import_package_modules(package)
         load_plugins()
 
     def get(self, name: str) -> Any:
@@ -181,10 +182,12 @@ class Registry:
 
 
 _USER_CODE_HINT = "Code of your own is loaded with --t2t_usr_dir=PATH."
-_problems = Registry("problem", "t2t.problems", hint=_USER_CODE_HINT)
-_models = Registry("model", "t2t.models", hint=_USER_CODE_HINT)
-_hparams = Registry("hparams", "t2t.hparams", hint=_USER_CODE_HINT)
-_ranged_hparams = Registry("ranged_hparams", "t2t.hparams", hint=_USER_CODE_HINT)
+# The data framework registers the problem combinators ("a+b", "distilled:P") and the
+# tfds_ family; the data sets register themselves in t2t.problems' family folders.
+_problems = Registry("problem", ("t2t.data", "t2t.problems"), hint=_USER_CODE_HINT)
+_models = Registry("model", ("t2t.models",), hint=_USER_CODE_HINT)
+_hparams = Registry("hparams", ("t2t.hparams",), hint=_USER_CODE_HINT)
+_ranged_hparams = Registry("ranged_hparams", ("t2t.hparams",), hint=_USER_CODE_HINT)
 REGISTRIES = {r.kind: r for r in (_problems, _models, _hparams, _ranged_hparams)}
 
 _plugins_loaded = False
@@ -298,7 +301,7 @@ def register_problem_combinator(
     separator: str, make_problem: Callable[[str], Any], make_class: Callable[[str], type]
 ) -> None:
     """Claims the problem names that contain `separator` (e.g. "+": several problems
-    trained as one, registered by t2t.problems.multi_problem at discovery):
+    trained as one, registered by t2t.data.multi_problem at discovery):
     `make_problem(name)` builds the Problem, `make_class(name)` gives its class."""
     _problem_combinators[separator] = ProblemFamily(separator, make_problem, make_class)
 
@@ -311,7 +314,7 @@ def _combinator_of(name: str) -> ProblemFamily | None:
 
 def problem(name: str) -> Any:
     """A Problem instance by name; the `_rev` suffix swaps inputs and targets. Names
-    joined by "+" are one multi-problem of those tasks (t2t.problems.multi_problem)."""
+    joined by "+" are one multi-problem of those tasks (t2t.data.multi_problem)."""
     combinator = _combinator_of(name)
     if combinator is not None:
         return combinator.make_problem(name)

@@ -15,16 +15,16 @@ LONGEST_FIRST = (  # from `--durations=0` of a fresh-clone CI run (2026-11-27)
     "tests/parallel/test_mesh_training.py",  # ~9 min of mesh runs (#47: dropout on, 2 layouts)
     "tests/trainer/test_distributed.py",
     "tests/test_t2t_user_dir.py",  # #48: 4 T2T user problems x 3 binaries (~3 min)
-    "tests/problems/test_t2t_data_dir.py",
+    "tests/data/test_t2t_data_dir.py",
     "tests/bin/test_t2t_translate_all.py",  # #49: per-checkpoint decodes (~1.5 min)
     "tests/trainer/test_accumulation.py",
     "tests/decoding/test_ensemble.py",
     "tests/trainer/test_best_checkpoints.py",
     "tests/decoding/test_decode_options.py",
-    "tests/problems/test_subword_sampling.py",
+    "tests/data/pipeline/test_subword_sampling.py",
     "tests/trainer/test_decoded_evaluation.py",
-    "tests/problems/test_text_problem_bases.py",
-    "tests/problems/test_image_utils.py",
+    "tests/data/bases/test_text_problem_bases.py",
+    "tests/data/bases/test_image_utils.py",
     "tests/trainer/test_trainer.py",
     "tests/serving/test_export.py",
     "tests/bin/test_run_record.py",

@@ -17,8 +17,8 @@ def test_tensor2tensor_paths_are_t2t_modules():
     from tensor2tensor.utils import metrics
     from tensor2tensor.utils import registry as t2t_registry
 
-    from t2t.problems import problem as t2t_problem
-    from t2t.problems import text_problems as t2t_text_problems
+    from t2t.data import problem as t2t_problem
+    from t2t.data.bases import text_problems as t2t_text_problems
 
     assert problem.Problem is t2t_problem.Problem
     assert problem.SpaceID.EN_TOK == 3 and problem.DatasetSplit.EVAL == "dev"
@@ -26,7 +26,7 @@ def test_tensor2tensor_paths_are_t2t_modules():
     assert text_problems.VocabType.SUBWORD == "subwords"
     assert text_problems.VocabType.CHARACTER == "byte"  # T2T's byte-level encoder
     assert text_problems.VocabType.TOKEN == "tokens"
-    assert text_encoder.SubwordTextEncoder.__module__ == "t2t.problems.subword_encoder"
+    assert text_encoder.SubwordTextEncoder.__module__ == "t2t.data.encoders.subword_encoder"
     assert callable(generator_utils.maybe_download) and callable(generator_utils.to_example)
     assert t2t_registry.register_problem is registry.register_problem
     assert (metrics.Metrics.ACC, metrics.Metrics.APPROX_BLEU, metrics.Metrics.RMSE) == (
@@ -39,7 +39,7 @@ def test_t2t_shaped_paths_under_t2t():
     from t2t.utils import metrics
     from t2t.utils import registry as utils_registry
 
-    assert problem.Problem is importlib.import_module("t2t.problems.problem").Problem
+    assert problem.Problem is importlib.import_module("t2t.data.problem").Problem
     assert utils_registry.register_hparams is registry.register_hparams
     assert metrics.Metrics.ROUGE_2_F == "rouge_2_fscore"
 

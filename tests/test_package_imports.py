@@ -85,7 +85,7 @@ def _units() -> dict[str, str]:
 
 
 def unit_of_module(module: str) -> str | None:
-    """The unit an absolute module belongs to: t2t.problems.problem -> t2t.problems,
+    """The unit an absolute module belongs to: t2t.data.problem -> t2t.data,
     t2t.registry -> t2t.registry, t2t or t2t.__version__ -> t2t (the root package),
     numpy -> None."""
     parts = module.split(".")
@@ -97,7 +97,7 @@ def unit_of_module(module: str) -> str | None:
 
 
 def unit_of_file(path: str) -> str:
-    """The unit of a source file: t2t/problems/problem.py -> t2t.problems,
+    """The unit of a source file: t2t/data/problem.py -> t2t.data,
     t2t/__init__.py -> t2t."""
     parts = Path(path).parts
     if len(parts) == 2:

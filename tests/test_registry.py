@@ -286,7 +286,7 @@ def test_unknown_rev_problem_names_the_base():
 
 
 def test_a_problem_registered_with_a_rev_name_is_not_reversed(cleanup):
-    from t2t.problems import algorithmic
+    from t2t.problems.algorithmic_tasks import algorithmic
 
     name = PREFIX + "really_named_rev"
     cleanup.append(("problem", name))
@@ -349,7 +349,7 @@ def test_problem_family_gets_rev_split_off(family):
 
 
 def test_registered_names_win_over_their_family(family, cleanup):
-    from t2t.problems import algorithmic
+    from t2t.problems.algorithmic_tasks import algorithmic
 
     prefix, calls = family
     name = prefix + "registered"
@@ -411,7 +411,7 @@ def test_the_tfds_family_is_registered_by_discovery_not_by_the_registry():
         print("HEAVY", sorted(m for m in ("tensorflow", "keras") if m in sys.modules))
     """)
     assert result.returncode == 0, result.stderr
-    assert "MODULE t2t.problems.tfds_adapter" in result.stdout
+    assert "MODULE t2t.data.tfds.adapter" in result.stdout
     assert "HEAVY []" in result.stdout
 
 
@@ -443,7 +443,7 @@ def test_importing_and_listing_does_not_import_tensorflow():
         registry.problem("algorithmic_reverse_binary40_test")
         assert "algorithmic_reverse_binary40_test" in problems, problems
         assert "basic_params1" in hparams, hparams
-        assert "t2t.problems.algorithmic" in sys.modules  # discovery really ran
+        assert "t2t.problems.algorithmic_tasks.algorithmic" in sys.modules  # discovery really ran
         heavy = sorted(m for m in ("tensorflow", "keras") if m in sys.modules)
         print(f"IMPORT_SECONDS={import_seconds:.4f}")
         print(f"HEAVY={heavy}")
@@ -506,6 +506,6 @@ def test_discovery_imports_subpackages_but_not_private_names(tmp_path, monkeypat
         path.write_text("import builtins\nbuiltins.zz_imported.append(__name__)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(builtins, "zz_imported", [], raising=False)
-    registry.Registry("model", "zz_t2t_discovery_pkg").discover()
+    registry.Registry("model", ("zz_t2t_discovery_pkg",)).discover()
     pkg = "zz_t2t_discovery_pkg"
     assert builtins.zz_imported == [pkg, f"{pkg}.a", f"{pkg}.research", f"{pkg}.research.b"]

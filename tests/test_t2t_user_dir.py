@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from t2t.problems import sentences
+from t2t.problems.text import sentences
 
 BIN = os.path.dirname(sys.executable)
 USR_DIR = str(Path(__file__).parent / "fixtures" / "t2t_usr")
@@ -56,9 +56,9 @@ def _write_sentences(tmp_dir: Path) -> None:
 
 # CI runs the time series (reading-spec tuple, real targets, an hparams set built on
 # basic_fc_small); the others are in the slow set: the 3-argument algorithmic generator
-# and sets built on transformer_base() have unit tests (tests/problems/test_t2t_style.py,
+# and sets built on transformer_base() have unit tests (tests/data/test_t2t_style.py,
 # tests/test_compat.py), T2T vocabularies are trained and decoded in
-# tests/problems/test_t2t_data_dir.py and test_text_problem_bases.py.
+# tests/data/test_t2t_data_dir.py and test_text_problem_bases.py.
 _SLOW = ("t2t_usr_word_order_subwords", "t2t_usr_question_or_statement",
          "t2t_usr_running_sum_decimal")
 

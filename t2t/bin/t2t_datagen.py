@@ -64,7 +64,7 @@ def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
     for split, s in summaries.items():
         print(f"  {split:<{width}} {s.examples:>10,} {s.shards_written:>15} "
               f"{s.shards_skipped:>8} {_format_bytes(s.bytes):>10}")
-    from t2t.problems import overlap  # dev examples that are also in train: a data leak
+    from t2t.data.inspection import overlap  # dev examples that are also in train: a data leak
 
     for part in getattr(problem, "task_list", [problem]):  # a multi-problem: per task
         report = overlap.check_overlap(part, data_dir)
@@ -76,7 +76,7 @@ def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
 
 def inspect(problem_name: str, data_dir: str) -> None:
     from t2t import registry
-    from t2t.problems import inspect_data
+    from t2t.data.inspection import inspect_data
 
     problem = registry.problem(problem_name)
     with _damaged_data_explained(problem, data_dir):
@@ -92,7 +92,7 @@ def _damaged_data_explained(problem, data_dir: str):
     """Turns TensorFlow's DataLossError into a DamagedDataError naming the bad shards."""
     import tensorflow as tf
 
-    from t2t.problems import problem as problem_lib
+    from t2t.data import problem as problem_lib
 
     try:
         yield
@@ -102,7 +102,7 @@ def _damaged_data_explained(problem, data_dir: str):
 
 def dump_text(problem_name: str, data_dir: str, prefix: str) -> None:
     from t2t import registry
-    from t2t.problems import inspect_data
+    from t2t.data.inspection import inspect_data
 
     problem = registry.problem(problem_name)
     with _damaged_data_explained(problem, data_dir):
@@ -132,8 +132,8 @@ def main(argv: list[str]) -> None:
         return
     if not FLAGS.problem:
         common_flags.fail("--problem is required (see --registry_help for the names).")
-    from t2t.problems import problem as problem_lib
-    from t2t.problems.download import DownloadError
+    from t2t.data import problem as problem_lib
+    from t2t.data.generation.download import DownloadError
     from t2t.registry import UnknownNameError
 
     task = config_flags.build(config.TaskConfig, only=("problem", "data_dir"))

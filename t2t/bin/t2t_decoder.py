@@ -389,11 +389,11 @@ def main(argv: list[str]) -> None:
         print(f"note: t2t-decoder ignores --eval_steps with --{chosen[0]} (it counts the dev "
               f"batches decoded without a file)", file=sys.stderr, flush=True)
     from t2t import registry
+    from t2t.data import multi_problem
+    from t2t.data import problem as problem_lib
     from t2t.decoding import decoder as decoder_lib
     from t2t.decoding import speech_metrics, text_metrics
     from t2t.hparams.hparams import HParamsError, MissingHParamError
-    from t2t.problems import multi_problem
-    from t2t.problems import problem as problem_lib
     from t2t.utils import optional_deps
 
     task = config_flags.build(config.TaskConfig)

@@ -100,10 +100,10 @@ def main(argv: list[str]) -> None:
     if not common_flags.start(argv):
         return
     from t2t import registry
+    from t2t.data import multi_problem
+    from t2t.data import problem as problem_lib
     from t2t.decoding import decoder as decoder_lib
     from t2t.hparams.hparams import HParamsError, MissingHParamError
-    from t2t.problems import multi_problem
-    from t2t.problems import problem as problem_lib
     from t2t.serving import export as export_lib
 
     task = config_flags.build(config.TaskConfig)

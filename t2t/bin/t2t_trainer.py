@@ -44,7 +44,7 @@ def experiment_from_flags() -> config.ExperimentConfig:
 
 def _wait_for_data(problem, data_dir: str, timeout_s: float = 3600.0, poll_s: float = 2.0) -> None:
     """Blocks until the chief has written every split (and vocabulary) of `problem`."""
-    from t2t.problems import problem as problem_lib
+    from t2t.data import problem as problem_lib
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -229,11 +229,11 @@ def main(argv: list[str]) -> None:
         common_flags.fail(f"{', '.join(missing)} required{where} (see --registry_help for "
                           f"the names).")
     from t2t import registry
+    from t2t.data import problem as problem_lib
+    from t2t.data.generation.download import DownloadError
+    from t2t.data.generation.generator_utils import MixedShardsError
     from t2t.hparams.hparams import HParamsError, MissingHParamError
     from t2t.parallel.mesh_layout import MeshLayoutError
-    from t2t.problems import problem as problem_lib
-    from t2t.problems.download import DownloadError
-    from t2t.problems.generator_utils import MixedShardsError
     from t2t.trainer import run_dir
     from t2t.trainer import strategy as strategy_lib
     from t2t.trainer.checkpointing import CheckpointWriteError

@@ -1,7 +1,7 @@
 """Audio inputs of t2t-decoder: one WAV/FLAC path per input line.
 
 A line names a file (absolute, or relative to the working directory); it is read,
-checked and resampled as speech problems store audio (t2t.problems.speech), and becomes
+checked and resampled as speech problems store audio (t2t.data.bases.speech), and becomes
 int32 PCM ids [N] for the audio modality. A file that cannot be used (missing, not
 audio, several channels, another rate with resampling off) is named in a warning and
 decoded as 0.1 s of silence, so one bad line does not stop a long file of paths.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from absl import logging
 
-from t2t.problems import speech
+from t2t.data.bases import speech
 
 CHARS_PER_SECOND = 25
 

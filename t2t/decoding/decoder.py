@@ -37,6 +37,8 @@ import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
 from t2t.decoding import audio_inputs, image_inputs, input_records, interactive, output_file
 from t2t.decoding import settings as settings_lib
 from t2t.decoding.decode_result import DecodeResult, format_result, one_line  # noqa: F401
@@ -51,8 +53,6 @@ from t2t.decoding.output_file import write_lines  # noqa: F401  (re-exported)
 from t2t.decoding.settings import DEFAULT_MAX_INPUT_LENGTH  # noqa: F401  (re-exported)
 from t2t.features import EOS_ID, PAD_ID
 from t2t.hparams.hparams import HParams
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder
 
 # Lines decode_file decodes (sorted by length) and records before the next: a killed
 # decode resumes after the last recorded chunk.

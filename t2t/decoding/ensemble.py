@@ -39,13 +39,13 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from t2t.data import problem as problem_lib
+from t2t.data.multi_problem import TASK_SEPARATOR
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding.decode_scores import DecodeError
 from t2t.features import Modality
 from t2t.hparams.hparams import HParams
 from t2t.models.step_interface import ANCESTRY, SLOTS
-from t2t.problems import problem as problem_lib
-from t2t.problems.multi_problem import TASK_SEPARATOR
 from t2t.utils import step_files
 
 LINEAR, LOG_LINEAR = "linear", "log_linear"

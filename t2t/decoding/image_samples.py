@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
+from t2t.data.bases.image_problems import encode_png
 from t2t.decoding import infer as infer_lib
 from t2t.features import Modality
-from t2t.problems.image_problems import encode_png
 from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")

@@ -27,10 +27,10 @@ from typing import IO, Any
 import numpy as np
 from absl import logging
 
+from t2t.data import problem as problem_lib
 from t2t.decoding.decoder import FILE_CHUNK_LINES, DecodeError, iter_line_chunks
 from t2t.decoding.output_file import atomic_writer
 from t2t.features import EOS_ID, PAD_ID, Modality
-from t2t.problems import problem as problem_lib
 
 SEQ2SEQ_FORMAT = "source<TAB>target"
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from t2t.config import DecodeHParams, DecodeHParamsError
-from t2t.problems import text_encoder
+from t2t.data.encoders import text_encoder
 
 # max_input_length when neither the decode hparams nor the model's hparams set one.
 DEFAULT_MAX_INPUT_LENGTH = 1024

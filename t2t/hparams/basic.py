@@ -75,14 +75,14 @@ def basic_params1() -> HParams:
         min_length_bucket=8, length_bucket_step=1.1,
         eval_drop_long_sequences=False,
         eval_run_autoregressive=False,
-        # Subword regularization (Kudo 2018; t2t.problems.subword_sampling): each time a
+        # Subword regularization (Kudo 2018; t2t.data.pipeline.subword_sampling): each time a
         # TRAIN example is read, its SentencePiece text is segmented anew by sampling
         # (alpha: 0 off, e.g. 0.1); eval and decoding keep the best segmentation.
         # nbest -1: from the whole lattice, fast, but tensorflow_text's sampler takes no
         # seed (differs run to run); N > 1: among the N best, seeded (runs repeat).
         subword_sampling_alpha=0.0,
         subword_sampling_nbest=-1,
-        # Multi-problems (t2t.problems.multi_problem; Tensor2Tensor's names): how the
+        # Multi-problems (t2t.data.multi_problem; Tensor2Tensor's names): how the
         # tasks' train examples are mixed, "constant" | "proportional" | "pretrain".
         multiproblem_mixing_schedule="constant",
         multiproblem_per_task_threshold="",  # "3;1": constant weights per task; "": equal

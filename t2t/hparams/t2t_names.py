@@ -58,7 +58,7 @@ def _refused(use: str, t2t_default: Any) -> T2THParam:
 _NO_AREA = "t2t has no area attention"
 _NO_SCHEDULED_SAMPLING = "t2t trains with teacher forcing only (no scheduled sampling)"
 _NO_SPLIT = "split long examples when the problem generates its data"
-_MULTI = ("t2t's multi-problems (t2t.problems.multi_problem) share one vocabulary and "
+_MULTI = ("t2t's multi-problems (t2t.data.multi_problem) share one vocabulary and "
           "weigh every task's loss alike; mix them with multiproblem_mixing_schedule")
 _DROPOUT_DIMS = "t2t draws one dropout mask entry per element"
 _FEED_FORWARD = "t2t's ffn_layer is dense_relu_dense"

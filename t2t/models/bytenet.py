@@ -170,6 +170,7 @@ class ByteNet(t2t_model.T2TModel):
     """
 
     HPARAMS_VIEW = views.ByteNetHParams
+    STRUCTURAL_HPARAMS = frozenset({"num_block_repeat"})
 
     def __init__(
         self,

@@ -412,6 +412,8 @@ class LSTMSeq2seqBidirectionalEncoder(_LSTMSeq2seqBase):
 class _AttentionModel(_LSTMSeq2seqBase):
     attention = True
     HPARAMS_VIEW = views.LSTMAttentionHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "attention_layer_size", "attention_mechanism", "output_attention"})
 
     def attention_weights(
         self, features: dict[str, tf.Tensor], training: bool = False

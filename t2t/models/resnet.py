@@ -261,6 +261,8 @@ class Resnet(t2t_model.T2TModel):
     """
 
     HPARAMS_VIEW = views.ResnetHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "block_fn", "bottleneck_ratios", "filter_sizes", "is_cifar", "layer_sizes"})
     SMALL_IMAGE_HPARAMS_SETS = ("resnet_cifar_15", "resnet_cifar_32")
 
     def __init__(

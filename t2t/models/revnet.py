@@ -359,6 +359,9 @@ class RevNet(t2t_model.T2TModel):
     """
 
     HPARAMS_VIEW = views.RevNetHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "bottleneck", "dim", "init_kernel_size", "init_maxpool",
+        "init_stride", "num_channels", "num_channels_init_block", "num_layers_per_block", "strides"})
 
     def __init__(
         self,

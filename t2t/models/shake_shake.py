@@ -203,6 +203,7 @@ class ShakeShake(t2t_model.T2TModel):
     """
 
     HPARAMS_VIEW = views.ShakeShakeHParams
+    STRUCTURAL_HPARAMS = frozenset({"shake_shake_num_branches"})
     SMALL_IMAGE_HPARAMS_SETS = ("shakeshake_small", "shake_shake_quick")
 
     def __init__(

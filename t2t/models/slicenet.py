@@ -352,6 +352,8 @@ class SliceNet(t2t_model.T2TModel):
     """
 
     HPARAMS_VIEW = views.SliceNetHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "attention_type", "dilation_scheme", "kernel_scheme", "large_kernel_size", "separability"})
 
     def __init__(
         self,

@@ -47,6 +47,9 @@ class T2TModel(common.Layer):
     # The typed view of the hparams the model reads (t2t.hparams.views); create_model
     # checks a set against it and the views of the problem's modalities.
     HPARAMS_VIEW: type = views.ModelHParams
+    # The model's own hparams that shape its variables, beyond those of the shared layers
+    # (t2t.trainer.run_dir.STRUCTURAL_HPARAMS): a run cannot resume with other values.
+    STRUCTURAL_HPARAMS: frozenset[str] = frozenset()
 
     def __init__(
         self,

@@ -177,6 +177,7 @@ class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
 
     HPARAMS_VIEW = views.TransformerHParams
+    STRUCTURAL_HPARAMS = frozenset({"max_relative_position", "self_attention_type"})
 
     WEIGHT_DIMENSIONS = TRANSFORMER_WEIGHT_DIMENSIONS
 

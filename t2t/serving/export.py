@@ -61,11 +61,11 @@ from typing import Any
 from absl import logging
 
 from t2t.config import DecodeHParams
+from t2t.data import problem as problem_lib
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import ensemble as ensemble_lib
 from t2t.decoding import settings as settings_lib
 from t2t.hparams.hparams import HParams
-from t2t.problems import problem as problem_lib
 from t2t.serving.parity import EXPORT_INFO_FILE, ParityError, check_parity, quiet
 from t2t.serving.serving_module import (
     EXAMPLES_SIGNATURE,

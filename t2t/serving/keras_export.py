@@ -38,11 +38,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t.data import problem as problem_lib
 from t2t.decoding import decoder as decoder_lib
 from t2t.features import Modality, ProblemHParams
 from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
 from t2t.serving.export import EXPORT_INFO_FILE, ExportError
 

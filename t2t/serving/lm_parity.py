@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from t2t.config import DecodeHParams
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import scoring
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder
 from t2t.serving import parity_core
 from t2t.serving.lm_serving import GENERATE_SIGNATURE, SCORE_SIGNATURE
 from t2t.serving.serving_module import EXAMPLES_SIGNATURE, TEXT_SIGNATURE

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from t2t.config import DecodeHParams
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import image_inputs
 from t2t.features import EOS_ID, PCM_OFFSET, Modality
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder
 from t2t.serving.parity_core import (  # SCORE_TOLERANCE, ParityError: also this gate's API
     SCORE_TOLERANCE,  # noqa: F401
     Comparison,

@@ -60,12 +60,12 @@ import numpy as np
 from absl import logging
 
 from t2t.config import DecodeHParams
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import settings as settings_lib
 from t2t.features import EOS_ID, Modality
 from t2t.hparams.hparams import HParams
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder
 from t2t.serving import export as export_lib
 from t2t.serving import parity as parity_lib
 from t2t.utils import optional_deps

@@ -1,4 +1,4 @@
-"""In-graph versions of the text encoders (t2t/problems/text_encoder.py) for SavedModels.
+"""In-graph versions of the text encoders (t2t/data/encoders/text_encoder.py) for SavedModels.
 
     tokenizer = tokenizers.from_encoder(problem.feature_encoders(data_dir)["inputs"])
     ids = tokenizer.encode_for_model(tf.constant(["1 0 1"]))   # int32 [B, L], EOS appended
@@ -29,8 +29,8 @@ from typing import Any
 
 import tensorflow as tf
 
+from t2t.data.encoders.text_encoder import UNK  # the encoders' unknown-token text, in graph
 from t2t.features import EOS_ID, PAD_ID, RESERVED_TOKENS  # noqa: F401  (re-exported)
-from t2t.problems.text_encoder import UNK  # the encoders' unknown-token text, in graph
 
 
 # ------------------------------------------------------------------ helpers
@@ -321,7 +321,7 @@ class SubwordTokenizer(InGraphTokenizer):
 
     def __init__(self, subtoken_strings: Sequence[str]):
         super().__init__(name="subword_tokenizer")
-        from t2t.problems.subword_encoder import ESCAPE_CHARS
+        from t2t.data.encoders.subword_encoder import ESCAPE_CHARS
 
         tensorflow_text = _tensorflow_text("subword tokenization")
 
@@ -356,7 +356,7 @@ class SubwordTokenizer(InGraphTokenizer):
     def from_file(cls, path: str) -> SubwordTokenizer:
         """The tokenizer of a `.subwords` vocabulary file (read as SubwordTextEncoder
         reads it)."""
-        from t2t.problems.subword_encoder import SubwordTextEncoder
+        from t2t.data.encoders.subword_encoder import SubwordTextEncoder
 
         return cls(SubwordTextEncoder(path).all_subtoken_strings)
 
@@ -451,7 +451,7 @@ class ClassLabelTokenizer(InGraphTokenizer):
 
 class TaskTokenTokenizer(InGraphTokenizer):
     """One task of a multi-problem: the shared vocabulary's tokenizer with the task's
-    token in front of each row (t2t.problems.multi_problem.TaskTokenEncoder)."""
+    token in front of each row (t2t.data.multi_problem.TaskTokenEncoder)."""
 
     type_name = "task_token"
 

@@ -25,8 +25,8 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from t2t.data import problem as problem_lib
 from t2t.hparams.hparams import HParams
-from t2t.problems import problem as problem_lib
 from t2t.trainer import run_dir
 
 

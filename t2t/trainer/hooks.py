@@ -25,7 +25,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t.problems import input_pipeline
+from t2t.data.pipeline import input_pipeline
 from t2t.trainer import accumulation, strategy_parameter_servers, strategy_tpu
 from t2t.trainer.mesh_hooks import MeshHooks
 from t2t.trainer.runtime import Runtime

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from t2t.data import problem as problem_lib
 from t2t.decoding import image_samples
 from t2t.features import Modality
-from t2t.problems import problem as problem_lib
 
 
 class ImageSampleSummary:

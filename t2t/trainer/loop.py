@@ -27,8 +27,8 @@ import tensorflow as tf
 from absl import logging
 
 from t2t.config import InputConfig, TrainerConfig
-from t2t.problems import input_pipeline
-from t2t.problems import problem as problem_lib
+from t2t.data import problem as problem_lib
+from t2t.data.pipeline import input_pipeline
 from t2t.trainer import debugging, eval_decoding, profiling, run_dir, strategy_cluster, summaries
 from t2t.trainer import metrics as metrics_lib
 from t2t.trainer import task as task_lib

@@ -31,22 +31,14 @@ PS_SPLIT_KEY = "ps_variable_split"
 DEV_SPLIT = "dev"  # the split whose results keep the plain names (problem.DEV_SPLIT)
 
 # Hyperparameters that change variable shapes or the graph's structure: a run cannot
-# resume from a checkpoint written with other values.
+# resume from a checkpoint written with other values. These are the ones of the shared
+# layers, modalities and optimizer; a model adds its own (T2TModel.STRUCTURAL_HPARAMS).
 STRUCTURAL_HPARAMS = frozenset({
     "hidden_size", "num_hidden_layers", "num_encoder_layers", "num_decoder_layers",
     "filter_size", "num_heads", "attention_key_channels", "attention_value_channels",
     "shared_embedding_and_softmax_weights", "shared_embedding", "ffn_layer", "norm_type",
-    "layer_sizes", "filter_sizes", "bottleneck_ratios", "block_fn", "is_cifar",
-    "attention_layer_size", "attention_mechanism", "output_attention",
     "use_target_space_embedding", "optimizer", "kernel_height", "kernel_width",
-    "shake_shake_num_branches", "weight_dtype",
-    # revnet, bytenet, slicenet and the research models
-    "num_channels", "num_layers_per_block", "num_channels_init_block", "bottleneck",
-    "strides", "dim", "init_kernel_size", "init_maxpool", "init_stride",
-    "num_block_repeat", "dilation_scheme", "kernel_scheme", "separability",
-    "large_kernel_size", "attention_type", "self_attention_type", "max_relative_position",
-    "layer_types", "default_att", "default_ff", "moe_num_experts", "moe_hidden_sizes",
-    "recurrence_type", "add_step_timing_signal", "step_timing_signal_type",
+    "weight_dtype",
 })
 
 
@@ -74,8 +66,10 @@ def _read_json(path: str) -> Any:
 
 
 def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
-                     has_checkpoint: bool, record: bool = True) -> list[str]:
-    """Refuses to resume a run with another problem/model or structural hparams.
+                     has_checkpoint: bool, record: bool = True,
+                     model_structural: frozenset[str] = frozenset()) -> list[str]:
+    """Refuses to resume a run with another problem/model or structural hparams
+    (STRUCTURAL_HPARAMS and the model's own, `model_structural`).
 
     Returns warnings about non-structural hparams that changed (e.g. dropout), which
     take effect from the resumed step. Records run.json and hparams.json unless
@@ -107,7 +101,7 @@ def check_and_record(output_dir: str, run: dict[str, Any], hparams: HParams, *,
         # A structural hparam the run's hparams.json lacks was added to t2t after the run
         # started; its default keeps the model the run built, so only a warning follows.
         structural = {k: v for k, v in diff.items()
-                      if k in STRUCTURAL_HPARAMS and k in previous_hp}
+                      if k in STRUCTURAL_HPARAMS | model_structural and k in previous_hp}
         if structural:
             changes = ", ".join(f"{k}: {old!r} -> {new!r}" for k, (old, new) in sorted(structural.items()))
             raise IncompatibleRunError(

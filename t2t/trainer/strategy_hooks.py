@@ -18,7 +18,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t.problems import input_pipeline
+from t2t.data.pipeline import input_pipeline
 from t2t.trainer import accumulation
 from t2t.trainer.runtime import Runtime
 from t2t.trainer.task import NUM_COUNTS

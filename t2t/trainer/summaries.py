@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from t2t.problems import text_encoder
+from t2t.data.encoders import text_encoder
 
 
 def decode_ids(encoder: Any, ids: Any) -> str:

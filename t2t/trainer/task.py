@@ -33,10 +33,10 @@ from absl import logging
 
 from t2t import registry
 from t2t.config import InputConfig
+from t2t.data import problem as problem_lib
+from t2t.data.pipeline import input_pipeline
 from t2t.hparams.hparams import HParams
 from t2t.models import t2t_model
-from t2t.problems import input_pipeline
-from t2t.problems import problem as problem_lib
 from t2t.trainer import accumulation, distillation, layer_stats, optimizers
 from t2t.trainer import learning_rate as lr_lib
 from t2t.trainer import metrics as metrics_lib

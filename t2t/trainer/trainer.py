@@ -23,12 +23,13 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from t2t import registry
 from t2t.config import InputConfig, RuntimeConfig, TrainerConfig
+from t2t.data import problem as problem_lib
+from t2t.data.pipeline import length_report
 from t2t.hparams import t2t_names
 from t2t.hparams.hparams import HParams, HParamsError
 from t2t.parallel import mesh_layout, sharding
-from t2t.problems import length_report
-from t2t.problems import problem as problem_lib
 from t2t.trainer import (
     accumulation,
     debugging,
@@ -186,6 +187,7 @@ class Trainer:
             self.output_dir, self._run_record, self.task.hparams,
             has_checkpoint=self._latest_checkpoint() is not None,
             record=False,  # recorded once the checkpoint has restored
+            model_structural=registry.model(self.task.model_name).STRUCTURAL_HPARAMS,
         )
         for warning in warnings:
             logging.warning(warning)

@@ -1,5 +1,5 @@
 """The one writer of the README blocks generated from code, and a helper for the
-registry's tables (t2t.problems.catalog, t2t.hparams.catalog).
+registry's tables (t2t.data.inspection.catalog, t2t.hparams.catalog).
 
 A generated block lies between two marker lines of one form, NAME saying what it holds:
 

@@ -14,7 +14,7 @@ except ImportError:  # pytest's importlib mode does not put the repository root 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]))
     from benchmarks import input_pipeline
 
-from t2t.problems.input_pipeline import Batching
+from t2t.data.pipeline.input_pipeline import Batching
 
 
 def test_the_benchmark_hparams_hold_every_batching_field():

@@ -11,7 +11,8 @@ import json
 import pytest
 from PIL import Image
 
-from t2t.problems import download, mscoco
+from t2t.data.generation import download
+from t2t.problems.image import mscoco
 from tests.helpers.binaries import run_binary
 from tests.helpers.coco_data import write_tiny_coco
 from tests.helpers.runs import NO_DECODE_SUMMARIES

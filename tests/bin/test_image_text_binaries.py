@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from t2t import registry
-from t2t.problems import ocr
+from t2t.problems.image import ocr
 from tests.helpers.binaries import run_binary
 from tests.helpers.runs import NO_DECODE_SUMMARIES
 from tests.helpers.serving import export_and_caption

@@ -13,7 +13,7 @@ import sys
 import pytest
 import soundfile
 
-from t2t.problems import speech
+from t2t.data.bases import speech
 from tests.helpers.binaries import run_binary
 from tests.helpers.runs import NO_DECODE_SUMMARIES
 

@@ -247,7 +247,7 @@ def _read_pairs(data_dir, name: str, split: str) -> list[tuple[str, str]]:
 
     import tensorflow as tf
 
-    from t2t.problems import text_encoder
+    from t2t.data.encoders import text_encoder
 
     encoder = text_encoder.SentencePieceEncoder.load(
         os.path.join(data_dir, f"vocab.{name}.8192.model"))

@@ -155,6 +155,7 @@ def test_crash_leftover_is_redone_and_new_checkpoints_awaited(run, translated, t
     assert 0.5 < time.monotonic() - start < 30
 
 
+@pytest.mark.slow  # ~15 s: a t2t-decoder process per checkpoint (the in-process path is in CI)
 def test_decoder_command_runs_t2t_decoder(run, translated, tmp_path):
     output_dir, source, _ = run
     _, folder = translated

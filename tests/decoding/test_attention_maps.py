@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
 from t2t.decoding import attention_maps
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer as infer_lib
 from t2t.features import ProblemHParams
 from t2t.hparams.basic import create_hparams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 
 PROBLEM = "algorithmic_reverse_binary40_test"
 

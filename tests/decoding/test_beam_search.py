@@ -7,11 +7,11 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import beam_search
 from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models.t2t_model import example_features
-from t2t.problems.problem import ProblemHParams
 
 VOCAB, EOS = 4, 1
 # A first-order Markov "model": log P(next | previous), rows sum to 1.

@@ -12,13 +12,13 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer
 from t2t.decoding.decoder import DecodeHParams, Decoder
 from t2t.features import EOS_ID
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
-from t2t.problems import problem as problem_lib
 from tests.helpers.model_checks import losses_on_a_fixed_batch
 
 PROBLEM = "algorithmic_reverse_binary40_test"

@@ -12,6 +12,8 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
+from t2t.data.bases import text_problems
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import text_metrics
 from t2t.decoding.decoder import DecodeHParams, Decoder
@@ -19,8 +21,6 @@ from t2t.hparams.basic import create_hparams
 from t2t.hparams.hparams import HParams
 from t2t.models import checkpoints, t2t_model
 from t2t.models.t2t_model import example_features
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_problems
 from t2t.utils.optional_deps import MissingDependencyError
 
 PROBLEM = "algorithmic_reverse_binary40_test"

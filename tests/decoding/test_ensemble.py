@@ -14,13 +14,13 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.config import RuntimeConfig, TrainerConfig
+from t2t.data import problem as problem_lib
+from t2t.data.bases import text_problems
 from t2t.decoding import beam_search, ensemble, infer
 from t2t.decoding import decoder as decoder_lib
 from t2t.features import ProblemHParams
 from t2t.hparams.basic import create_hparams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_problems
 from tests.helpers.binaries import run_binary
 from tests.helpers.model_checks import push_down_pad_and_eos
 

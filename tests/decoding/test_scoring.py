@@ -15,13 +15,13 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
+from t2t.data.bases import text_problems
 from t2t.decoding import scoring
 from t2t.decoding.decoder import DecodeError
 from t2t.decoding.scoring import CorpusScore, LineScore, ScoreError, Scorer
 from t2t.hparams.basic import create_hparams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_problems
 
 SENTENCE = "the quick brown fox jumps over the lazy dog"
 SEQ2SEQ = "algorithmic_reverse_binary40_test"

@@ -5,10 +5,10 @@ import re
 import pytest
 
 from t2t.config import DecodeHParams
+from t2t.data.encoders import text_encoder
 from t2t.decoding import settings
 from t2t.features import ProblemHParams
 from t2t.hparams.hparams import HParams
-from t2t.problems import text_encoder
 
 
 class _Model:

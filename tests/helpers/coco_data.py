@@ -10,7 +10,8 @@ import zipfile
 
 from PIL import Image
 
-from t2t.problems import download, mscoco
+from t2t.data.generation import download
+from t2t.problems.image import mscoco
 from tests.helpers.local_http import write_pinned
 
 TRAIN = {  # image id -> (file name, size (w, h), colour, captions)

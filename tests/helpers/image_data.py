@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from t2t import registry
-from t2t.problems import mnist
+from t2t.problems.image import mnist
 from tests.helpers.local_http import write_pinned
 
 COUNT = 8

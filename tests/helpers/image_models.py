@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t.data.problem import ProblemHParams
 from t2t.hparams.hparams import HParams
-from t2t.problems.problem import ProblemHParams
 
 NUM_CLASSES = 10
 
@@ -84,11 +84,11 @@ def tiny_image_classifier_run(tmp_path) -> tuple:
     """An 8x8 RGB three-class problem (4 random images per split, generated into
     tmp_path/data) and an untrained basic_fc_relu saved as checkpoint 1 in tmp_path/run.
     Returns (problem, data_dir, run_dir, hparams, model)."""
+    from t2t.data import problem as problem_lib
+    from t2t.data.bases import image_problems
     from t2t.hparams.basic import create_hparams
     from t2t.models import checkpoints, t2t_model
     from t2t.models.t2t_model import example_features
-    from t2t.problems import image_problems
-    from t2t.problems import problem as problem_lib
 
     class TinyImages(image_problems.Image2ClassProblem):
         image_size, num_channels, train_shards, dev_shards = 8, 3, 1, 1

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Iterator
 
 import pytest
 
-from t2t.problems import download
-from t2t.problems.download import ChecksumError, Resource
+from t2t.data.generation import download
+from t2t.data.generation.download import ChecksumError, Resource
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -178,7 +178,8 @@ def test_every_registered_set_satisfies_its_models_views():
 
     pairs = _pairs()
     assert len({s for s, _, _ in pairs}) >= 91
-    assert set(registry.list_models()) <= {m for _, m, _ in pairs}
+    builtin = {m for m in registry.list_models() if registry.model(m).__module__.startswith("t2t.")}
+    assert builtin <= {m for _, m, _ in pairs}  # (other tests register models of their own)
     for set_name, model_name, php in pairs:
         cls = registry.model(model_name)
         assert cls.HPARAMS_VIEW is not views.ModelHParams, model_name

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t.data.problem import ProblemHParams
 from t2t.hparams import basic
 from t2t.layers import ctc
 from t2t.models import t2t_model
-from t2t.problems.problem import ProblemHParams
 
 VOCAB = 6
 

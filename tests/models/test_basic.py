@@ -7,10 +7,10 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.hparams import basic_models
 from t2t.hparams.hparams import HParams
 from t2t.models import basic
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.image_models import (
     NUM_CLASSES,
     image_problem,

@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams import bytenet as bytenet_hparams
 from t2t.hparams.hparams import HParams
 from t2t.models import bytenet, variable_names
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.model_checks import (
     assert_beams_sorted_and_scored,
     assert_decoder_is_causal,
@@ -172,7 +172,7 @@ _MIRRORED_STEP = mirrored_step_script(
     """
     from t2t.hparams import bytenet as bh
     from t2t.models import bytenet
-    from t2t.problems.problem import ProblemHParams
+    from t2t.data.problem import ProblemHParams
     php = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                          vocab_size={"inputs": 4, "targets": 4})
     hp = bh.bytenet_tiny()

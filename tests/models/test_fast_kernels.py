@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t.data.problem import ProblemHParams
 from t2t.hparams import basic
 from t2t.hparams import resnet as resnet_hparams
 from t2t.layers import common, modalities
 from t2t.models import resnet, shake_shake, t2t_model
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.image_models import image_problem, random_batch
 
 VOCAB = 37

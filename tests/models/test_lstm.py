@@ -10,10 +10,10 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams.hparams import HParams
 from t2t.models import lstm
-from t2t.problems.problem import ProblemHParams
 
 VOCAB = 4
 PROBLEM = ProblemHParams(

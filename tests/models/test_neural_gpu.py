@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams import neural_gpu as neural_gpu_hparams
 from t2t.hparams.hparams import HParams
 from t2t.models import neural_gpu
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.model_checks import mirrored_step_result, mirrored_step_script
 
 VOCAB = 4

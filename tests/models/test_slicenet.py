@@ -8,12 +8,12 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams import slicenet as slicenet_hparams
 from t2t.hparams.hparams import HParams
 from t2t.hparams.ranged import RangedHParams
 from t2t.models import slicenet, variable_names
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.model_checks import (
     assert_beams_sorted_and_scored,
     assert_decoder_is_causal,
@@ -250,7 +250,7 @@ _MIRRORED_STEP = mirrored_step_script(
     """
     from t2t.hparams import slicenet as sh
     from t2t.models import slicenet
-    from t2t.problems.problem import ProblemHParams
+    from t2t.data.problem import ProblemHParams
     php = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                          vocab_size={"inputs": 4, "targets": 4})
     hp = sh.slicenet_tiny_cpu()

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams import basic
 from t2t.layers import modalities
 from t2t.models import t2t_model, transformer
-from t2t.problems.problem import ProblemHParams
 
 VOCAB = 12
 NO_DROPOUT = "layer_prepostprocess_dropout=0.0,attention_dropout=0.0,relu_dropout=0.0"

@@ -5,10 +5,10 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, variable_names
 from t2t.models.t2t_model import example_features
-from t2t.problems.problem import ProblemHParams
 
 SEQ2SEQ = ProblemHParams(modality={"inputs": "symbol", "targets": "symbol"},
                          vocab_size={"inputs": 6, "targets": 6})

@@ -178,13 +178,13 @@ _TAMPERED = _PUBLISHED[:-2] + b"!\n"  # same size: only the sha256 can tell
 
 
 def _resource(url: str):
-    from t2t.problems.download import Resource
+    from t2t.data.generation.download import Resource
 
     return Resource(url, sha256=hashlib.sha256(_PUBLISHED).hexdigest(), size=len(_PUBLISHED))
 
 
 def test_wrong_checksum_is_refused_and_the_bad_copy_deleted(robustness, tmp_path):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     served, downloads = tmp_path / "server", tmp_path / "downloads"
     served.mkdir()
@@ -218,7 +218,7 @@ def test_wrong_checksum_is_refused_and_the_bad_copy_deleted(robustness, tmp_path
 
 
 def test_a_stale_mirror_falls_back_to_the_canonical_url(robustness, tmp_path):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     stale, canonical, downloads = tmp_path / "stale", tmp_path / "canonical", tmp_path / "dl"
     stale.mkdir()
@@ -300,7 +300,7 @@ _EXPECTED_ENTRY = {
 
 @pytest.mark.parametrize("entry", sorted(_EXPECTED_ENTRY) + ["zip_dotdot"])
 def test_path_traversal_archive_extracts_nothing(robustness, tmp_path, entry):
-    from t2t.problems import extract
+    from t2t.data.generation import extract
 
     downloads = tmp_path / "downloads"
     target = downloads / "extracted"
@@ -352,7 +352,7 @@ def test_datagen_refuses_a_path_traversal_archive(robustness, usr_dir, tmp_path,
 
 
 def test_unsafe_archive_error_says_what_to_do(robustness, tmp_path):
-    from t2t.problems import extract
+    from t2t.data.generation import extract
 
     archive = tmp_path / "corpus.tar.gz"
     archive.write_bytes(tar_bytes({"../evil.txt": b"escaped\n"}))
@@ -366,7 +366,7 @@ def test_unsafe_archive_error_says_what_to_do(robustness, tmp_path):
 
 def test_resource_with_a_path_in_its_file_name(robustness):
     """A Resource whose file name would leave the download folder is refused up front."""
-    from t2t.problems.download import Resource
+    from t2t.data.generation.download import Resource
 
     for url, filename in [("http://127.0.0.1/a/..", None), ("http://x/f", "../evil.txt")]:
         robustness.bad_input(f"download file name from {url!r}, filename={filename!r}")

@@ -112,14 +112,14 @@ def server():
 
 @pytest.fixture(autouse=True)
 def _no_backoff(monkeypatch):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     monkeypatch.setattr(download, "BACKOFF_BASE", 0.0)
     monkeypatch.delenv(download.MIRROR_ENV_VAR, raising=False)
 
 
 def _fetch(url: str, folder, retries: int = 3, mirror: str | None = None) -> str:
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     resource_ = download.Resource(url, sha256=_sha(DATA), size=len(DATA))
     return download.fetch(resource_, str(folder), mirror, retries=retries, timeout=10.0,
@@ -133,7 +133,7 @@ def _read(path) -> bytes:
 
 @pytest.mark.parametrize("ranges", [True, False], ids=["range", "no_range"])
 def test_download_connection_dropped_mid_file(robustness, server, tmp_path, ranges):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     server.files["/d/data.bin"], server.ranges, server.cut = DATA, ranges, 2
     url, final = f"{server.url}/d/data.bin", tmp_path / "data.bin"
@@ -165,7 +165,7 @@ def test_download_connection_dropped_mid_file(robustness, server, tmp_path, rang
 @pytest.mark.parametrize("delta,ranges", [(1000, True), (1000, False), (-1000, True)],
                          ids=["says_more_range", "says_more_no_range", "says_fewer"])
 def test_download_wrong_content_length(robustness, server, tmp_path, caplog, delta, ranges):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     server.files["/data.bin"], server.ranges, server.length_delta = DATA, ranges, delta
     url, final = f"{server.url}/data.bin", tmp_path / "data.bin"
@@ -190,7 +190,7 @@ def test_download_wrong_content_length(robustness, server, tmp_path, caplog, del
 
 
 def test_download_different_file(robustness, server, tmp_path):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     server.files["/data.bin"] = OTHER
     url, final = f"{server.url}/data.bin", tmp_path / "out" / "data.bin"
@@ -212,7 +212,7 @@ def test_download_different_file(robustness, server, tmp_path):
 
 
 def test_download_disk_full_then_space_freed(robustness, server, small_tmpfs):
-    from t2t.problems import download
+    from t2t.data.generation import download
 
     server.files["/data.bin"] = DATA
     url, folder = f"{server.url}/data.bin", small_tmpfs / "downloads"

@@ -9,11 +9,11 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
 from t2t.decoding import decoder as decoder_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model, variable_names
 from t2t.models.t2t_model import example_features
-from t2t.problems import problem as problem_lib
 from t2t.serving import average
 from tests.helpers.binaries import run_binary
 

@@ -13,13 +13,13 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
+from t2t.data.bases import image_problems, text_problems
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer as infer_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
 from t2t.models.t2t_model import example_features
-from t2t.problems import image_problems, text_problems
-from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
 from tests.helpers.image_models import tiny_image_classifier_run
 from tests.helpers.model_checks import push_down_pad_and_eos

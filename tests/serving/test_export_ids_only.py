@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2t.data import problem as problem_lib
+from t2t.data.bases import text_problems
+from t2t.data.encoders import text_encoder
 from t2t.decoding import decoder as decoder_lib
 from t2t.features import EOS_ID
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
 from t2t.models.t2t_model import example_features
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder, text_files, text_problems
+from t2t.problems.text import text_files
 from t2t.serving import export as export_lib
 from t2t.serving import parity
 

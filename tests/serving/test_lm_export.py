@@ -13,10 +13,10 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.config import DecodeHParams
+from t2t.data import problem as problem_lib
 from t2t.decoding import decoder as decoder_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
-from t2t.problems import problem as problem_lib
 from t2t.serving import export as export_lib
 from t2t.serving import lm_parity, parity
 

@@ -15,13 +15,13 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.config import DecodeHParams, RuntimeConfig, TrainerConfig
+from t2t.data import problem as problem_lib
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import decoder as decoder_lib
 from t2t.decoding import infer as infer_lib
 from t2t.decoding import settings as settings_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
-from t2t.problems.problem import ProblemHParams
 from t2t.serving import export as export_lib
 from t2t.serving import tflite_export
 from tests.helpers.image_models import tiny_image_classifier_run

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t.problems import text_encoder
+from t2t.data.encoders import text_encoder
 from t2t.serving import tokenizers
 
 TEXTS = ["", "a", "hello world", "Grüße, straße!", "über 日本語 ok", "  two  spaces ",
@@ -111,15 +111,15 @@ SUBWORD_TEXTS = TEXTS + [
 @pytest.fixture(scope="module")
 def subword_encoder():
     pytest.importorskip("tensorflow_text")
-    from t2t.problems import sentences
-    from t2t.problems.subword_encoder import SubwordTextEncoder
+    from t2t.data.encoders.subword_encoder import SubwordTextEncoder
+    from t2t.problems.text import sentences
 
     corpus = sentences.docstring_sentences(lowercase=False)[:600] + ["Grüße aus Köln, 日本"]
     return SubwordTextEncoder.build_from_generator(corpus, 500)
 
 
 def _sentences_for_subword():
-    from t2t.problems import sentences
+    from t2t.problems.text import sentences
 
     return sentences.docstring_sentences(lowercase=False)[600:800]
 
@@ -143,7 +143,7 @@ def _expected_decode(encoder, ids):
     as U+FFFD: the one documented difference, since a surrogate is no UTF-8."""
     import re
 
-    from t2t.problems.encoder_base import strip_extraneous
+    from t2t.data.encoders.encoder_base import strip_extraneous
 
     return re.sub("[\ud800-\udfff]", "\ufffd", encoder.decode(strip_extraneous(ids)))
 
@@ -187,7 +187,7 @@ def test_subword_wordpiece_is_greedy_longest_match_first(tmp_path):
     a repeated string keeps its last id; a token the vocabulary cannot cut (Python
     raises) makes its line an empty input."""
     pytest.importorskip("tensorflow_text")
-    from t2t.problems.subword_encoder import ESCAPE_CHARS, SubwordTextEncoder
+    from t2t.data.encoders.subword_encoder import ESCAPE_CHARS, SubwordTextEncoder
 
     strings = ["<pad>_", "<EOS>_", "ab", "abc", "bcd_", "cd_", "ab", "xy_", "zzzzzzz",
                *"abcdz<>EOSpd", *sorted(ESCAPE_CHARS)]
@@ -206,7 +206,7 @@ def test_subword_wordpiece_is_greedy_longest_match_first(tmp_path):
 
 
 def test_subword_from_description_and_saved_model(subword_encoder, tmp_path):
-    from t2t.problems.subword_encoder import SubwordTextEncoder
+    from t2t.data.encoders.subword_encoder import SubwordTextEncoder
     from t2t.serving import export as export_lib
 
     with pytest.raises(ValueError, match="no vocabulary file"):

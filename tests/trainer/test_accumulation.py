@@ -257,7 +257,7 @@ def _trainer(data_dir, output_dir, steps):
 
 
 def test_a_run_counts_updates_and_a_resumed_run_continues_exactly(data_dir, tmp_path, capsys):
-    from t2t.problems import problem as problem_lib
+    from t2t.data import problem as problem_lib
 
     straight = _trainer(data_dir, tmp_path / "straight", 4)
     straight.train(until_step=2)

@@ -23,7 +23,7 @@ from t2t import registry
 from t2t.config import DecodeHParams, RuntimeConfig, TrainerConfig
 from t2t.decoding import decoder
 from t2t.hparams.basic import create_hparams
-from t2t.problems import algorithmic
+from t2t.problems.algorithmic_tasks import algorithmic
 from t2t.trainer import run_dir
 from t2t.trainer.trainer import Trainer
 from t2t.utils import optional_deps

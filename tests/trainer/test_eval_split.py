@@ -13,8 +13,8 @@ import pytest
 
 from t2t import registry, usr_dir
 from t2t.config import TrainerConfig
+from t2t.data import problem as problem_lib
 from t2t.hparams.basic import create_hparams
-from t2t.problems import problem as problem_lib
 from t2t.trainer import run_dir
 from t2t.trainer.trainer import Trainer
 from tests.helpers.binaries import run_binary

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from t2t.config import RuntimeConfig
-from t2t.problems.input_pipeline import Batching
+from t2t.data.pipeline.input_pipeline import Batching
 from t2t.trainer import hooks as hooks_lib
 from t2t.trainer import strategy as strategy_lib
 from t2t.trainer import strategy_hooks

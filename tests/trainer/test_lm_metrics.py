@@ -11,9 +11,9 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data import problem as problem_lib
+from t2t.data.encoders import text_encoder
 from t2t.hparams.basic import create_hparams
-from t2t.problems import problem as problem_lib
-from t2t.problems import text_encoder
 from t2t.trainer import metrics
 from t2t.trainer import task as task_lib
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from t2t import registry
 from t2t.hparams.hparams import HParams
 from t2t.trainer import run_dir
 
@@ -34,8 +35,32 @@ def test_a_structural_hparam_newer_than_the_run_only_warns(tmp_path):
         "hparam self_attention_type is new since the run started (not in its hparams.json): "
         "'dot_product'"]
     relative = HParams(hidden_size=8, self_attention_type="dot_product_relative")
+    transformer = registry.model("transformer").STRUCTURAL_HPARAMS
     with pytest.raises(run_dir.IncompatibleRunError, match="self_attention_type"):
-        run_dir.check_and_record(str(tmp_path), run, relative, has_checkpoint=True)
+        run_dir.check_and_record(str(tmp_path), run, relative, has_checkpoint=True,
+                                 model_structural=transformer)
+
+
+def test_a_models_own_structural_hparams_refuse_a_resume_of_that_model_only(tmp_path):
+    # revnet's num_channels shapes revnet's variables; a model that never reads it resumes.
+    run = {"problem": "p", "model": "revnet"}
+    run_dir.check_and_record(str(tmp_path), run, HParams(num_channels=[8, 16]),
+                             has_checkpoint=False)
+    wider = HParams(num_channels=[16, 32])
+    with pytest.raises(run_dir.IncompatibleRunError, match=r"num_channels: \[8, 16\] -> \[16, 32\]"):
+        run_dir.check_and_record(str(tmp_path), run, wider, has_checkpoint=True,
+                                 model_structural=registry.model("revnet").STRUCTURAL_HPARAMS)
+    assert run_dir.check_and_record(str(tmp_path), run, wider, has_checkpoint=True) == [
+        "hparam num_channels changed from [8, 16] to [16, 32] on resume"]
+
+
+def test_each_models_structural_hparams_are_hparams_it_reads():
+    from t2t.hparams import views
+
+    for name in registry.list_models():
+        model = registry.model(name)
+        unread = model.STRUCTURAL_HPARAMS - set(views.fields(model.HPARAMS_VIEW))
+        assert not unread, (name, sorted(unread))
 
 
 def test_without_checkpoint_anything_goes(tmp_path):

@@ -1,6 +1,6 @@
 """Tests of the progress line and id decoding helpers."""
 
-from t2t.problems import text_encoder
+from t2t.data.encoders import text_encoder
 from t2t.trainer import summaries
 
 

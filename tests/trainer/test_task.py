@@ -7,9 +7,9 @@ import tensorflow as tf
 
 from t2t import registry
 from t2t.config import InputConfig
+from t2t.data import problem as problem_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import t2t_model
-from t2t.problems import problem as problem_lib
 from t2t.trainer import task as task_lib
 
 PROBLEM = "algorithmic_reverse_binary40_test"

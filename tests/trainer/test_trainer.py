@@ -153,7 +153,7 @@ def test_a_strategy_is_accepted_where_the_runtime_goes(data_dir, tmp_path):
 
 def test_an_unknown_eval_metric_fails_before_the_first_step(data_dir, tmp_path):
     """A misspelt metric name stops the run at its start, not at the first evaluation."""
-    from t2t.problems import algorithmic
+    from t2t.problems.algorithmic_tasks import algorithmic
 
     class MisspeltMetric(algorithmic.AlgorithmicReverseBinary40Test):
         registered_name = PROBLEM  # reads the module's data

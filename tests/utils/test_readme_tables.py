@@ -18,12 +18,12 @@ def _generator_markers() -> dict[str, tuple[str, str]]:
     """Module -> (BEGIN, END) of every generator of a README.md block."""
     from regression import matrix_table, report
     from t2t.bin import t2t_flag_compat
+    from t2t.data.inspection import catalog as problems_catalog
     from t2t.hparams import catalog as hparams_catalog
     from t2t.hparams import t2t_names
-    from t2t.problems import catalog as problems_catalog
 
     return {
-        "t2t.problems.catalog": (problems_catalog.BEGIN, problems_catalog.END),
+        "t2t.data.inspection.catalog": (problems_catalog.BEGIN, problems_catalog.END),
         "t2t.hparams.catalog": (hparams_catalog.BEGIN, hparams_catalog.END),
         "t2t.bin.t2t_flag_compat": (t2t_flag_compat.BEGIN, t2t_flag_compat.END),
         "t2t.hparams.t2t_names": (t2t_names.BEGIN, t2t_names.END),

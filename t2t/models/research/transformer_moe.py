@@ -192,6 +192,8 @@ class TransformerMoe(t2t_model.T2TModel):
     """Encoder-decoder or decoder-only Transformer spelled by hparams.layer_types."""
 
     HPARAMS_VIEW = views.TransformerMoeHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "default_att", "default_ff", "layer_types", "moe_hidden_sizes", "moe_num_experts"})
 
     WEIGHT_DIMENSIONS = (
         (r"/moe/expert_kernel_0$", ("experts", "d_model", "d_ff")),

@@ -195,6 +195,9 @@ class UniversalTransformer(transformer.Transformer):
     their stack ({} for "basic"), as T2T's UniversalTransformer.encode/decode do."""
 
     HPARAMS_VIEW = views.UniversalTransformerHParams
+    STRUCTURAL_HPARAMS = frozenset({
+        "add_step_timing_signal", "max_relative_position",
+        "recurrence_type", "self_attention_type", "step_timing_signal_type"})
 
     encoder_only = False
     has_decode_cache = False  # decoding re-runs the model on the prefix (module doc)

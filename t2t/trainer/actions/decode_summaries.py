@@ -17,9 +17,9 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from t2t.data import problem as problem_lib
 from t2t.decoding import infer
 from t2t.features import Modality
-from t2t.problems import problem as problem_lib
 from t2t.trainer import summaries
 from t2t.trainer.actions.base import EvalOutcome, LoopAction
 

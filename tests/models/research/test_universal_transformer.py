@@ -10,12 +10,12 @@ import pytest
 import tensorflow as tf
 
 from t2t import registry
+from t2t.data.problem import ProblemHParams
 from t2t.decoding import infer as infer_lib
 from t2t.hparams import basic
 from t2t.layers import attention, positional
 from t2t.models import t2t_model, transformer
 from t2t.models.research import universal_transformer as ut
-from t2t.problems.problem import ProblemHParams
 from tests.helpers.model_checks import (
     assert_xla_forward_matches_eager,
     mirrored_step_result,
@@ -312,7 +312,7 @@ _MIRRORED_STEP = mirrored_step_script(
     f"""
     from t2t.hparams import basic
     from t2t.models import t2t_model
-    from t2t.problems.problem import ProblemHParams
+    from t2t.data.problem import ProblemHParams
     problem = ProblemHParams(modality={{"targets": "symbol"}}, vocab_size={{"targets": 7}})
     hp = basic.create_hparams("adaptive_universal_transformer_tiny", "{TINY}")
     features = {{"targets": tf.constant([[2, 3, 4, 1], [5, 6, 1, 0], [3, 3, 1, 0], [4, 1, 0, 0]])}}

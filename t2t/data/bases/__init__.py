@@ -1,0 +1,1 @@
+"""The kinds of problem data sets subclass: text, translation, image, speech."""

@@ -1,0 +1,315 @@
+"""The core text problems: subclasses that turn a generator of strings into a Problem.
+
+Import them as Tensor2Tensor did, from `text_problems` (with T2T's other text bases).
+
+- Text2TextProblem: `generate_samples` yields {"inputs": str, "targets": str}.
+- Text2SelfProblem: language modelling, yields {"targets": str}.
+- Text2ClassProblem: yields {"inputs": str, "label": int}.
+
+The vocabulary (SentencePiece "subword", "character", "byte" or a fixed "token" list)
+is built once from a bounded sample of the training text, saved in data_dir and
+reused when present. Every encoded sequence ends with EOS.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from absl import logging
+
+from t2t.data import problem
+from t2t.data.encoders import text_encoder
+from t2t.utils.lazy_import import lazy_module
+
+tf = lazy_module("tensorflow")
+
+VOCAB_SUBWORD = "subword"  # SentencePiece
+VOCAB_CHARACTER = "character"  # the characters of the training text
+VOCAB_BYTE = "byte"  # UTF-8 bytes (ids = byte + 2)
+VOCAB_TOKEN = "token"  # a fixed list of whitespace-separated tokens (vocab_tokens())
+# Tensor2Tensor's vocabularies: its SubwordTextEncoder (vocab.NAME.SIZE.subwords) and a
+# token file the problem writes to data_dir (vocab.NAME.tokens).
+VOCAB_T2T_SUBWORDS = "subwords"
+VOCAB_T2T_TOKENS = "tokens"
+VOCAB_TYPES = (VOCAB_SUBWORD, VOCAB_CHARACTER, VOCAB_BYTE, VOCAB_TOKEN, VOCAB_T2T_SUBWORDS,
+               VOCAB_T2T_TOKENS)
+
+
+class VocabType:
+    """Tensor2Tensor's vocabulary types, with its meanings: SUBWORD is its
+    SubwordTextEncoder, CHARACTER its byte-level encoder (t2t's "byte"), TOKEN a
+    token file in data_dir. t2t's own "subword" (SentencePiece) and "character" (the
+    text's characters) are other strings, so the two never mix up."""
+
+    SUBWORD = VOCAB_T2T_SUBWORDS
+    CHARACTER = VOCAB_BYTE
+    TOKEN = VOCAB_T2T_TOKENS
+
+
+class TextProblem(problem.Problem):
+    """Shared vocabulary handling of the text problems."""
+
+    vocab_type: str = VOCAB_SUBWORD
+    approx_vocab_size: int = 2**15  # SentencePiece pieces (an upper bound on tiny data)
+    max_samples_for_vocab: int = 100_000  # texts read to build the vocabulary
+    sentencepiece_model_type: str = "unigram"
+
+    def generate_samples(self, data_dir: str, tmp_dir: str, dataset_split: str) -> Iterator[dict[str, Any]]:
+        """Yields raw samples (strings, and a label for classification) of `dataset_split`
+        ("train", "dev", "test"; problem.DatasetSplit names them). Tensor2Tensor's
+        signature; an override may add a keyword `mirror` to get --data_mirror (else it
+        is in `self.data_mirror`)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_samples.")
+
+    def generate_encoded_samples(self, data_dir: str, tmp_dir: str, dataset_split: str) -> Iterator[dict[str, Any]]:
+        """Yields the examples of `dataset_split` encoded (token ids ending in EOS)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_encoded_samples.")
+
+    def generate_examples(self, data_dir, tmp_dir, split, *, mirror=None):
+        with self.using_mirror(mirror):
+            yield from self.generate_encoded_samples(data_dir, tmp_dir, split)
+
+    def _samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[dict[str, Any]]:
+        """generate_samples, given `mirror` only if it declares it."""
+        return problem.call_with_mirror(self.generate_samples, data_dir, tmp_dir, split,
+                                        mirror=self.data_mirror)
+
+    def _vocab(self, data_dir: str, tmp_dir: str) -> text_encoder.TextEncoder:
+        """get_or_create_vocab, given `mirror` only if it declares it (T2T's override
+        takes (data_dir, tmp_dir, force_get=False))."""
+        return problem.call_with_mirror(self.get_or_create_vocab, data_dir, tmp_dir,
+                                        mirror=self.data_mirror)
+
+    def vocab_tokens(self) -> list[str]:
+        """The fixed token list of a VOCAB_TOKEN problem."""
+        raise NotImplementedError(f"{type(self).__name__} must list its vocab_tokens().")
+
+    def text_fields(self) -> tuple[str, ...]:
+        """The sample keys holding text (the vocabulary is built from these)."""
+        return ("inputs", "targets")
+
+    # Tensor2Tensor's knobs of its vocabularies (VocabType.SUBWORD and TOKEN).
+    max_subtoken_length: int | None = None
+    # Extra reserved tokens, after <pad> and <EOS> (SentencePiece: user-defined symbols,
+    # after its <unk>).
+    additional_reserved_tokens: tuple[str, ...] = ()
+    oov_token: str | None = None
+    # Tensor2Tensor's prefixes, prepended to every text2text input / target text.
+    inputs_prefix: str = ""
+    targets_prefix: str = ""
+
+    @property
+    def vocab_filename(self) -> str:
+        """The vocabulary's file name in data_dir (Tensor2Tensor's names for its types)."""
+        if self.vocab_type == VOCAB_SUBWORD:
+            return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.model"
+        if self.vocab_type == VOCAB_T2T_SUBWORDS:
+            return f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.subwords"
+        return f"vocab.{self.dataset_filename()}.{self.vocab_type}"
+
+    def _t2t_subwords_path(self, data_dir: str | None) -> str | None:
+        """A Tensor2Tensor-written `vocab.NAME.SIZE.subwords` in data_dir that stands in
+        for a missing SentencePiece model (a data dir T2T wrote), else None."""
+        if data_dir is None or self.vocab_type != VOCAB_SUBWORD:
+            return None
+        if os.path.exists(os.path.join(data_dir, self.vocab_filename)):
+            return None
+        path = os.path.join(
+            data_dir, f"vocab.{self.dataset_filename()}.{self.approx_vocab_size}.subwords")
+        return path if os.path.exists(path) else None
+
+    def _datagen_hint(self, data_dir: str | None) -> str:
+        return f"run `t2t-datagen --problem={self.name} --data_dir={data_dir}` first"
+
+    def generate_text_for_vocab(self, data_dir: str, tmp_dir: str) -> Iterator[str]:
+        """The text the vocabulary is built from (Tensor2Tensor's name and signature)."""
+        return self.text_for_vocab(data_dir, tmp_dir, self.data_mirror)
+
+    def text_for_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None) -> Iterator[str]:
+        """A bounded stream of training text to build the vocabulary from."""
+        with self.using_mirror(mirror):
+            samples = self._samples(data_dir, tmp_dir, problem.TRAIN_SPLIT)
+            for sample in itertools.islice(samples, self.max_samples_for_vocab):  # None: all
+                for field in self.text_fields():
+                    if sample.get(field):
+                        yield sample[field]
+
+    def get_or_create_vocab(self, data_dir: str, tmp_dir: str, force_get: bool = False, mirror: str | None = None) -> text_encoder.TextEncoder:
+        """Loads the vocabulary from data_dir, building and saving it first if absent
+        (`force_get`: only load, as in Tensor2Tensor)."""
+        if self.vocab_type not in VOCAB_TYPES:
+            raise ValueError(f"{self.name}: unknown vocab_type {self.vocab_type!r}; use one of "
+                             f"{VOCAB_TYPES} (or text_problems.VocabType.SUBWORD/CHARACTER/TOKEN).")
+        path = os.path.join(data_dir, self.vocab_filename)
+        if self.vocab_type in (VOCAB_BYTE, VOCAB_TOKEN, VOCAB_T2T_TOKENS) or force_get:
+            return self._load_vocab(data_dir)
+        if os.path.exists(path) or self._t2t_subwords_path(data_dir):
+            return self._load_vocab(data_dir)
+        logging.info("Building the %s vocabulary of %s at %s", self.vocab_type, self.name, path)
+        with self.using_mirror(mirror):  # the texts are read inside (a generator)
+            texts = self.generate_text_for_vocab(data_dir, tmp_dir)
+            if self.vocab_type == VOCAB_CHARACTER:
+                encoder = text_encoder.CharacterTextEncoder.build_from_generator(texts)
+                encoder.save(path)
+                return encoder
+            if self.vocab_type == VOCAB_T2T_SUBWORDS:
+                encoder = text_encoder.SubwordTextEncoder.build_from_generator(
+                    texts, self.approx_vocab_size, max_subtoken_length=self.max_subtoken_length,
+                    reserved_tokens=[*text_encoder.RESERVED_TOKENS,
+                                     *self.additional_reserved_tokens])
+                encoder.store_to_file(path)
+                return encoder
+            return text_encoder.SentencePieceEncoder.train(
+                texts,
+                path[: -len(".model")],
+                self.approx_vocab_size,
+                model_type=self.sentencepiece_model_type,
+                max_samples=(self.max_samples_for_vocab or 100_000) * len(self.text_fields()),
+                user_defined_symbols=list(self.additional_reserved_tokens),
+            )
+
+    def _load_vocab(self, data_dir: str | None) -> text_encoder.TextEncoder:
+        if self.vocab_type == VOCAB_BYTE:
+            return text_encoder.ByteTextEncoder()
+        if self.vocab_type == VOCAB_TOKEN:
+            return text_encoder.TokenTextEncoder(self.vocab_tokens())
+        if data_dir is None:
+            raise problem.DataMissingError(
+                f"{self.name} needs its {self.vocab_type} vocabulary from data_dir; pass data_dir."
+            )
+        path = os.path.join(data_dir, self.vocab_filename)
+        hint = self._datagen_hint(data_dir)
+        if self.vocab_type == VOCAB_CHARACTER:
+            return text_encoder.CharacterTextEncoder.load(path, hint=hint)
+        if self.vocab_type == VOCAB_T2T_TOKENS:
+            return text_encoder.TokenTextEncoder(path, replace_oov=self.oov_token, hint=(
+                f"a VocabType.TOKEN problem reads its token list from {self.vocab_filename} "
+                f"in data_dir (one token per line, {text_encoder.RESERVED_TOKENS} first): "
+                f"write it there, or {hint}"))
+        t2t_subwords = self._t2t_subwords_path(data_dir)
+        if self.vocab_type == VOCAB_T2T_SUBWORDS or t2t_subwords:
+            path = t2t_subwords or path
+            if not os.path.exists(path):
+                raise problem.DataMissingError(
+                    f"{self.name}: no subword vocabulary {path!r}; {hint}.")
+            return text_encoder.SubwordTextEncoder(path)
+        return text_encoder.SentencePieceEncoder.load(path, hint=hint)
+
+    def prepare(self, data_dir: str, tmp_dir: str, *, mirror: str | None = None) -> None:
+        with self.using_mirror(mirror):
+            if self.vocab_type == VOCAB_T2T_TOKENS:
+                # T2T called generate_samples before loading a token vocabulary: a
+                # generate_samples that is a plain function may write the file first.
+                self._samples(data_dir, tmp_dir, problem.TRAIN_SPLIT)
+            self._vocab(data_dir, tmp_dir)
+
+    def _encode_text(self, encoder: text_encoder.TextEncoder, text: str) -> list[int]:
+        return encoder.encode(text) + [text_encoder.EOS_ID]
+
+
+class Text2TextProblem(TextProblem):
+    """Sequence to sequence text; inputs and targets share one vocabulary."""
+
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        samples = self._samples(data_dir, tmp_dir, dataset_split)  # T2T's order (see prepare)
+        encoder = self._vocab(data_dir, tmp_dir)
+        for sample in samples:
+            yield {
+                "inputs": self._encode_text(encoder, self.inputs_prefix + sample["inputs"]),
+                "targets": self._encode_text(encoder, self.targets_prefix + sample["targets"]),
+            }
+
+    def build_encoders(self, data_dir):
+        encoder = self._load_vocab(data_dir)
+        return {"inputs": encoder, "targets": encoder}
+
+    def problem_hparams(self, data_dir):
+        size = self.feature_encoders(data_dir)["targets"].vocab_size
+        return problem.ProblemHParams(
+            modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.SYMBOL},
+            vocab_size={"inputs": size, "targets": size},
+        )
+
+
+class Text2SelfProblem(TextProblem):
+    """Language modelling: the model predicts `targets` from its own prefix."""
+
+    sequence_features = ("targets",)
+
+    def text_fields(self):
+        return ("targets",)
+
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        encoder = self._vocab(data_dir, tmp_dir)
+        for sample in self._samples(data_dir, tmp_dir, dataset_split):
+            yield {"targets": self._encode_text(encoder, sample["targets"])}
+
+    def build_encoders(self, data_dir):
+        return {"targets": self._load_vocab(data_dir)}
+
+    def example_reading_spec(self):
+        return {"targets": tf.io.RaggedFeature(tf.int64)}, None  # T2T's (fields, decoders)
+
+    def eval_metrics(self):
+        # perplexity = exp(-neg_log_perplexity); bits_per_byte from the encoder's
+        # token_byte_lengths() (see t2t.trainer.metrics).
+        return ["accuracy", "neg_log_perplexity", "perplexity", "bits_per_byte"]
+
+    def problem_hparams(self, data_dir):
+        size = self.feature_encoders(data_dir)["targets"].vocab_size
+        return problem.ProblemHParams(
+            modality={"targets": problem.Modality.SYMBOL},
+            vocab_size={"targets": size},
+        )
+
+
+class Text2ClassProblem(TextProblem):
+    """Text classification: `generate_samples` yields {"inputs": str, "label": int}."""
+
+    sequence_features = ("inputs",)
+
+    def class_labels(self, data_dir: str | None) -> list[str]:
+        """Human-readable class names, index = label id. Without an override, a class
+        that defines `num_classes` (Tensor2Tensor's way) gets "ID_0", "ID_1", ..."""
+        if type(self).num_classes is not Text2ClassProblem.num_classes:
+            return [f"ID_{i}" for i in range(self.num_classes)]
+        raise NotImplementedError(f"{type(self).__name__} must define class_labels() "
+                                  f"(or num_classes).")
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_labels(None))
+
+    def text_fields(self):
+        return ("inputs",)
+
+    def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
+        encoder = self._vocab(data_dir, tmp_dir)
+        num_classes = self.num_classes
+        for sample in self._samples(data_dir, tmp_dir, dataset_split):
+            label = int(sample["label"])
+            if not 0 <= label < num_classes:
+                raise ValueError(f"{self.name}: label {label} is outside [0, {num_classes}).")
+            yield {"inputs": self._encode_text(encoder, sample["inputs"]), "targets": [label]}
+
+    def build_encoders(self, data_dir):
+        return {
+            "inputs": self._load_vocab(data_dir),
+            "targets": text_encoder.ClassLabelEncoder(self.class_labels(data_dir)),
+        }
+
+    def eval_metrics(self):
+        metrics = ["accuracy", "neg_log_perplexity"]
+        return metrics + (["accuracy_top5"] if self.num_classes > 5 else [])
+
+    def problem_hparams(self, data_dir):
+        return problem.ProblemHParams(
+            modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.CLASS_LABEL},
+            vocab_size={
+                "inputs": self.feature_encoders(data_dir)["inputs"].vocab_size,
+                "targets": self.num_classes,
+            },
+        )

@@ -1,0 +1,1 @@
+"""Getting raw data and writing it: download, extract, sharded TFRecord files."""

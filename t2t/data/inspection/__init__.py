@@ -1,0 +1,1 @@
+"""Reading prepared data back: statistics, overlap between splits, the problem catalog."""

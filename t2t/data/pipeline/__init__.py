@@ -1,0 +1,1 @@
+"""The input pipeline: prepared files -> batched `tf.data` feature dicts."""

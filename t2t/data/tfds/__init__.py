@@ -1,0 +1,1 @@
+"""TensorFlow Datasets data sets as problems (`tfds_<dataset>[/<config>]`)."""

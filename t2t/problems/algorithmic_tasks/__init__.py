@@ -1,0 +1,1 @@
+"""Algorithmic and synthetic tasks generated locally in seconds (no download)."""

@@ -1,0 +1,1 @@
+"""Speech data sets: LibriSpeech and speech synthesized offline with espeak-ng."""

@@ -1,0 +1,1 @@
+"""Image data sets: classification, generation, captioning, OCR."""

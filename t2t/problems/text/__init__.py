@@ -1,0 +1,1 @@
+"""Text data sets: language modelling, classification, summarization, offline sentences."""

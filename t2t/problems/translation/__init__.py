@@ -1,0 +1,1 @@
+"""Translation data sets (WMT, IWSLT, the offline En-Vi gettext corpus)."""

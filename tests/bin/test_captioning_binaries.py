@@ -51,6 +51,7 @@ def tiny_coco(tmp_path_factory):
         yield root
 
 
+@pytest.mark.slow  # ~40 s; CI keeps the other captioning runs
 def test_tokens32k_captioner_decodes_with_beams_and_exports_for_jpeg_bytes(tiny_coco):
     root = tiny_coco / "tokens"
     root.mkdir()

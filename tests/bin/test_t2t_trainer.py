@@ -101,6 +101,7 @@ def test_deterministic_runs_repeat_and_survive_sigkill(data_dir, tmp_path):
     assert results[-1]["step"] == 30
 
 
+@pytest.mark.slow  # ~37 s; CI keeps MirroredStrategy in tests/trainer/test_accumulation.py
 def test_two_mirrored_cpu_replicas(data_dir, tmp_path):
     """Training, checkpoints, evaluation, the profiler and --overfit_batches under
     MirroredStrategy (one run: each start costs ~40 s on 2 cores)."""

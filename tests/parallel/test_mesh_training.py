@@ -73,7 +73,7 @@ def test_twenty_steps_on_a_2x2_mesh_equal_one_device(data_dir, tmp_path):
     assert out["variables"] > 60  # every weight and optimizer variable compared
 
 
-@pytest.mark.slow  # ~280 s on 2 cores: CI keeps the 2x2 runs (one and two processes)
+@pytest.mark.slow  # ~280 s on 2 cores: CI keeps the 2x2 equality run and the dropout masks
 def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
     """One run, dropout on, resumed on 2x2 mesh -> one device -> 2x2 mesh -> 4-way
     MirroredStrategy -> a 1x4 model-only mesh: each trains and restores the step and
@@ -93,6 +93,7 @@ def test_checkpoints_move_between_meshes_and_strategies(data_dir, tmp_path):
         previous = steps
 
 
+@pytest.mark.slow  # ~55 s; CI keeps #47's kernel on the 2x2 mesh (test_dropout_masks_on_a_mesh_follow_the_shards)
 def test_dropout_trains_on_the_batch_split_2x2_mesh(data_dir, tmp_path):
     """#47: 16-bit dropout's tf.bitcast failed SPMD expansion on a batch-split mesh; a
     transformer_tiny with its dropout on trains on batch:2;model:2 (the checks that its
@@ -103,7 +104,7 @@ def test_dropout_trains_on_the_batch_split_2x2_mesh(data_dir, tmp_path):
 
 
 # Slow (~270 s on 2 cores for 2x2): three mesh processes; CI keeps the one-process 2x2
-# run with dropout above and the kernel's masks below.
+# equality run and the dropout kernel's masks on that mesh below.
 @pytest.mark.slow
 @pytest.mark.parametrize("where", [MESH_2X2, MESH_1X4], ids=["2x2", "1x4"])
 def test_a_mesh_across_two_processes_trains_as_one(where, data_dir, tmp_path):

@@ -154,6 +154,7 @@ def _serve_without_tensorflow_text(tmp_path, text_dir, ids_dir, ids, feature="in
     return json.loads(result.read_text())
 
 
+@pytest.mark.slow  # ~50 s: a server without tensorflow_text; CI keeps the sibling export
 def test_ids_only_export_serves_where_tensorflow_text_cannot_be_imported(exported, tmp_path):
     problem, data_dir = exported["problem"], exported["data_dir"]
     text_dir = exported["dir"]

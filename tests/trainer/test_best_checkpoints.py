@@ -73,6 +73,7 @@ def test_a_plateau_stops_the_run_and_best_is_kept_apart(data_dir, tmp_path):
     assert len((tmp_path / "o").read_text().splitlines()) == 1
 
 
+@pytest.mark.slow  # ~40 s: two more runs; CI keeps the plateau stop and best/ kept apart
 def test_resume_keeps_the_record_and_a_new_metric_moves_it_aside(data_dir, tmp_path, capsys):
     out = str(tmp_path / "run")
     _train(data_dir, out, train_steps=20, keep_best=1)

@@ -121,6 +121,7 @@ def test_sampling_segments_anew_each_epoch_keeping_the_text(data):
     assert sum(len(a) + len(b) for a, b in first) > sum(len(a) + len(b) for a, b in examples)
 
 
+@pytest.mark.slow  # ~22 s; CI keeps sampling while training and the stored ids
 def test_nbest_draws_repeat_with_the_seed(data):
     problem, data_dir = data
     hparams = sampling(0.5, nbest=4)

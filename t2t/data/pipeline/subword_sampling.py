@@ -22,7 +22,10 @@ exponent of P(segmentation)^alpha: smaller is flatter, e.g. 0.1) and
 
 A BPE model samples by BPE-dropout (nbest -1, alpha = the probability of dropping a
 merge). A run holding the unknown id (2) is left as stored: its text cannot be recovered.
-Text runs of user-defined symbols (additional_reserved_tokens) survive the round trip.
+Text runs of user-defined symbols (additional_reserved_tokens) survive the round trip: the
+sampler may split such a symbol into pieces (unknown ones among them; ~1 in 5000 sentences at
+alpha 0.2), and a sampled run that holds an unknown id or another count of user-defined
+symbols than the stored run keeps the stored segmentation.
 Sampled segmentations are longer (on English docstring sentences, alpha 0.1 over the
 whole lattice: ~1.6x the ids; alpha 0.1 among the 8 best: ~1.07x). The TRAIN length
 filter runs after this step and drops examples over max_length: leave room for them.
@@ -53,7 +56,7 @@ TEXT_FEATURES = ("inputs", "targets")
 WINDOW_SIZE = 256  # examples resampled per tf.data call (a call costs ~10-30 us)
 
 # sentencepiece_model_pb2 enums: ModelProto.SentencePiece.Type and TrainerSpec.ModelType.
-_UNKNOWN, _CONTROL = 2, 3
+_UNKNOWN, _CONTROL, _USER_DEFINED = 2, 3, 4
 _UNIGRAM, _BPE = 1, 2
 
 
@@ -122,6 +125,7 @@ class SegmentResampler:
         self.vocab_size = len(pieces)
         self._control = tf.constant([p.type == _CONTROL for p in pieces], tf.bool)
         self._unknown = tf.constant([p.type == _UNKNOWN for p in pieces], tf.bool)
+        self._user_defined = tf.constant([p.type == _USER_DEFINED for p in pieces], tf.int32)
         self._word_start = tf.constant([p.piece.startswith(SPACE_SYMBOL) for p in pieces])
         self._scores = tf.constant([p.score for p in pieces], tf.float32)
         self._dummy_prefix = bool(proto.normalizer_spec.add_dummy_prefix)
@@ -155,7 +159,15 @@ class SegmentResampler:
         texts = self._best.detokenize(tf.gather(segments, picked))
         nonempty = tf.strings.length(texts) > 0
         picked, texts = tf.boolean_mask(picked, nonempty), tf.boolean_mask(texts, nonempty)
-        new = tf.cast(self._tokenize(texts, seed), flat.dtype)
+        new = self._tokenize(texts, seed)
+        # A sampled run that split a user-defined symbol (into unknown pieces, or known ones)
+        # keeps its stored ids: the symbol must stay one id.
+        kept = (~tf.reduce_any(tf.gather(self._unknown, new), axis=1)
+                & (tf.reduce_sum(tf.gather(self._user_defined, new), axis=1)
+                   == tf.reduce_sum(tf.gather(self._user_defined,
+                                              tf.gather(segments, picked)), axis=1)))
+        picked, new = tf.boolean_mask(picked, kept), tf.ragged.boolean_mask(new, kept)
+        new = tf.cast(new, flat.dtype)
         combined = tf.concat([segments, new.with_row_splits_dtype(tf.int64)], axis=0)
         replace = num_segments + tf.range(tf.size(picked))
         order = tf.tensor_scatter_nd_update(tf.range(num_segments), picked[:, None], replace)

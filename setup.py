@@ -28,11 +28,16 @@ setup(
     package_data={"t2t.serving": ["web/*.html"]},  # t2t-serve's try-it page
     install_requires=CORE_DEPENDENCIES,
     extras_require={
-        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff",
-                "selenium>=4.10"],  # selenium: the try-it page's browser test (Chromium)
+        # selenium: the try-it page's browser test (Chromium); hypothesis: the request
+        # parsers' fuzz tests
+        "dev": ["pytest>=8", "pytest-timeout", "pytest-xdist", "ruff", "selenium>=4.10",
+                "hypothesis>=6.100"],
         "profile": ["tensorboard-plugin-profile"],  # TensorBoard's view of --profile_steps traces
         "regression": ["matplotlib"],  # eval-curve plots of python -m regression
-        "serve": ["aiohttp>=3.9"],  # t2t-serve: the HTTP server
+        # t2t-serve: the HTTP server, TF Serving's gRPC API (its protos and stubs), metrics
+        "serve": ["aiohttp>=3.9", "grpcio>=1.60", "tensorflow-serving-api>=2.16",
+                  "prometheus-client>=0.20"],
+        "ctranslate2": ["ctranslate2>=4.0"],  # t2t-exporter --format=ctranslate2
         # speech problems: WAV/FLAC reading, resampling, WER/CER
         "speech": ["soundfile>=0.12", "soxr>=0.3", "jiwer>=3.0"],
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes

@@ -37,6 +37,7 @@ import numpy as np
 from absl import logging
 
 from t2t.serving.batching import Batcher, BatchingOptions, ShuttingDownError
+from t2t.serving.metrics import ServerMetrics
 from t2t.serving.rest_api import PredictRequest, RequestError, SignatureSpec
 
 EXPORT_INFO = os.path.join("assets.extra", "t2t_export.json")
@@ -323,6 +324,7 @@ class ModelStore:
         self.models = {name: ServedModel(name, resolve_base_path(path))
                        for name, path in models.items()}
         self.policy, self.options, self.poll_seconds = policy, options, poll_seconds
+        self.metrics = ServerMetrics()  # GET /monitoring/prometheus/metrics
         self.executor = ThreadPoolExecutor(options.num_batch_threads, "t2t-serve-batch")
         self._loader = ThreadPoolExecutor(1, "t2t-serve-load")
         self._poller: asyncio.Task | None = None

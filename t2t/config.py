@@ -422,7 +422,7 @@ class DecodeHParams:
 
 
 # -------------------------------------------------------------------- export
-EXPORT_FORMATS = ("saved_model", "keras", "tflite")
+EXPORT_FORMATS = ("saved_model", "keras", "tflite", "ctranslate2")
 
 
 @gin.configurable
@@ -441,7 +441,9 @@ class ExportConfig:
                           "decode signatures; keras: a .keras file of the model plus a "
                           "SavedModel for keras.layers.TFSMLayer (default EXPORT_DIR: "
                           "OUTPUT_DIR/export_keras); tflite: a LiteRT model (default "
-                          "EXPORT_DIR: OUTPUT_DIR/export_tflite).", choices=EXPORT_FORMATS)
+                          "EXPORT_DIR: OUTPUT_DIR/export_tflite); ctranslate2: a CTranslate2 "
+                          "model folder (default EXPORT_DIR: OUTPUT_DIR/export_ctranslate2; "
+                          "--quantization).", choices=EXPORT_FORMATS)
 
 
 # -------------------------------------------------------------------- tuning

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import NoReturn
 
@@ -117,6 +118,48 @@ def import_tensorflow() -> None:
 
     # The flag's value, parsed or not (a test may call main() without parsing flags).
     tf_startup.import_tensorflow(quiet=FLAGS["verbosity"].value < 1)
+
+
+# TensorFlow 2.21 logs this at ERROR severity, once per process (naming the first dtype
+# met), the first time it optimizes a graph holding e.g. an int32/int64 Transpose (a
+# loaded SavedModel's decoding graph does), even on CPUs with AVX-512: a notice (oneDNN
+# falls back to Eigen), not an error.
+ONEDNN_NOTICE = re.compile(rb"oneDNN supports DT_\w+ only on platforms with AVX-512")
+_notice_settled = False
+
+
+def settle_onednn_notice() -> None:
+    """Has TensorFlow print its once-per-process oneDNN dtype notice now, with file
+    descriptor 2 captured; every other captured line is written back (~0.1 s). For
+    binaries that run graphs they did not build (t2t-serve printed it at its first
+    request): it runs an op, which fixes TensorFlow's devices, so a binary that splits
+    the CPU into logical devices (the trainer) must not call it."""
+    global _notice_settled
+    if _notice_settled:
+        return
+    _notice_settled = True
+    import tempfile
+
+    import tensorflow as tf
+
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            transpose = tf.function(tf.transpose, autograph=False)
+            transpose(tf.constant([[0, 1]], tf.int64))
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        kept = [line for line in captured.read().splitlines(keepends=True)
+                if not ONEDNN_NOTICE.search(line)]
+    if kept:
+        os.write(2, b"".join(kept))
 
 
 def start(argv: list[str], *, tensorflow: bool = True) -> bool:

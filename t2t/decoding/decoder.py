@@ -39,7 +39,14 @@ from absl import logging
 from t2t.config import DecodeHParams, DecodeHParamsError  # noqa: F401  (re-exported)
 from t2t.data import problem as problem_lib
 from t2t.data.encoders import text_encoder
-from t2t.decoding import audio_inputs, image_inputs, input_records, interactive, output_file
+from t2t.decoding import (
+    audio_inputs,
+    image_inputs,
+    input_records,
+    interactive,
+    output_file,
+    unreadable_text,
+)
 from t2t.decoding import settings as settings_lib
 from t2t.decoding.decode_result import DecodeResult, format_result, one_line  # noqa: F401
 from t2t.decoding.decode_scores import DecodeError, score_bleu, score_decodes  # noqa: F401
@@ -138,6 +145,7 @@ class Decoder:
         self.is_class_label = self.problem_hparams.is_classifier
         self.encoders = problem.feature_encoders(data_dir)
         self.input_encoder = self.encoders.get("targets" if self.is_language_model else "inputs")
+        self.input_reader = unreadable_text.TextReader(self.input_encoder)
         self.settings = settings_lib.resolve(dhp, model)
         self.max_input_length = self.settings.max_input_length
         self.top_beams = self.settings.outputs_per_input
@@ -274,6 +282,9 @@ class Decoder:
             )
         encoder = self.input_encoder
         try:
+            unreadable = self.input_reader.unreadable(text)  # as t2t-serve refuses it
+            if unreadable is not None:
+                raise ValueError(unreadable.message)
             ids = encoder.encode(text) if encoder is not None else [int(w) for w in text.split()]
         except ValueError as e:
             logging.warning("%s cannot be encoded (%s): decoded as an empty input.", where, e)

@@ -10,13 +10,19 @@ a batch thread is free; it then waits until `max_batch_size` examples are queued
 `batch_timeout_micros` have passed since its first request arrived, whichever is first,
 so a busy server forms full batches and an idle one answers after at most the timeout.
 Only requests whose inputs agree in dtype and in every dimension but the batch go into
-one batch. A batch is padded (by repeating its last example) to the next of a few
+one batch. An input of shape [] (a scalar: one value for the whole request, e.g. a language
+model's generate "temperature") is not batched: requests share a batch only when their
+scalars are equal too (requests with the same settings still batch; each batch runs with
+its own settings), except that a negative "seed" (draw one at random) never shares a batch,
+so that each such request draws its own. A request with no batched input runs alone. A batch is padded (by repeating its last example) to the next of a few
 `allowed_batch_sizes`, so a model compiled per shape (XLA, TFLite) sees few shapes.
 If a batch fails on bad input (RequestError 400, e.g. an undecodable image), each of its
 requests is run alone so that only the bad one fails.
 
 At most `max_enqueued_batches * max_batch_size` examples wait; beyond that a request is
 refused with QueueFullError (HTTP 429), and after `close()` with ShuttingDownError (503).
+An `observer` (t2t-serve's metrics) is told the size of each batch run and the examples
+waiting whenever that number changes.
 """
 
 from __future__ import annotations
@@ -26,13 +32,23 @@ import dataclasses
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from t2t.serving.rest_api import RequestError
 
 RunFn = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+
+
+class BatchObserver(Protocol):
+    """Told of each batch run and of each change of the queue (t2t-serve's metrics)."""
+
+    def batch_run(self, size: int) -> None:
+        """A batch of `size` examples (before padding) is run."""
+
+    def queue_changed(self, examples: int) -> None:
+        """`examples` are now waiting."""
 
 
 class QueueFullError(RequestError):
@@ -117,15 +133,30 @@ class _Task:
     arrival: float
 
 
-def _shape_key(inputs: dict[str, np.ndarray]) -> tuple:
-    return tuple((name, a.dtype.str, a.shape[1:]) for name, a in sorted(inputs.items()))
+RANDOM_SEED_INPUT = "seed"  # a scalar input where < 0 draws a random seed (lm_serving's)
+
+
+def batch_key(inputs: dict[str, np.ndarray]) -> tuple:
+    """What requests that share a batch agree on: each input's dtype and its shape but the
+    batch, and the value of each scalar input (a negative `seed` matches no other)."""
+    key = []
+    for name, array in sorted(inputs.items()):
+        if array.ndim:
+            key.append((name, array.dtype.str, array.shape[1:]))
+        elif name == RANDOM_SEED_INPUT and array.dtype.kind in "iu" and array < 0:
+            key.append((name, object()))  # equal to no other key
+        else:
+            value = array.item() if array.dtype == object else array.tobytes()
+            key.append((name, array.dtype.str, value))
+    return tuple(key)
 
 
 def pad_to(inputs: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
-    """Each array [B, ...] grown to [size, ...] by repeating its last row."""
+    """Each array [B, ...] grown to [size, ...] by repeating its last row; scalars as
+    they are."""
     out = {}
     for name, array in inputs.items():
-        extra = size - len(array)
+        extra = size - len(array) if array.ndim else 0
         out[name] = array if extra <= 0 else np.concatenate(
             [array, np.repeat(array[-1:], extra, axis=0)])
     return out
@@ -134,13 +165,15 @@ def pad_to(inputs: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
 class Batcher:
     """Batches the predict calls of one signature of one model version."""
 
-    def __init__(self, run: RunFn, options: BatchingOptions, executor: Executor):
+    def __init__(self, run: RunFn, options: BatchingOptions, executor: Executor,
+                 observer: BatchObserver | None = None):
         options.check()
         self._run = run
         self.options = options
         self._executor = executor
+        self._observer = observer
         self._queue: deque[_Task] = deque()
-        self._queued = 0  # examples waiting in _queue
+        self._queued_examples = 0
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(options.num_batch_threads)
         self._worker: asyncio.Task | None = None
@@ -148,6 +181,17 @@ class Batcher:
         self._closing = False
         self._urgent = False  # run queued requests without waiting for fuller batches
         self.stats = BatchStats()
+
+    @property
+    def _queued(self) -> int:
+        """Examples waiting in the queue (or, without batching, for a batch thread)."""
+        return self._queued_examples
+
+    @_queued.setter
+    def _queued(self, examples: int) -> None:
+        self._queued_examples = examples
+        if self._observer is not None:
+            self._observer.queue_changed(examples)
 
     async def predict(self, inputs: dict[str, np.ndarray], size: int) -> dict[str, np.ndarray]:
         """Outputs {name: [size, ...]} of `inputs` {name: [size, ...]}."""
@@ -162,15 +206,18 @@ class Batcher:
                                  "retry later or raise --max_enqueued_batches")
         self.stats.requests += 1
         loop = asyncio.get_running_loop()
-        if not self.options.enable_batching:
-            self._queued += size
+        if not self.options.enable_batching or not any(a.ndim for a in inputs.values()):
+            self._queued += size  # waiting for a batch thread
             try:
-                async with self._slots:
-                    return await loop.run_in_executor(self._executor, self._run_counted,
-                                                      inputs, size, size)
+                await self._slots.acquire()
             finally:
                 self._queued -= size
-        task = _Task(inputs, size, _shape_key(inputs), loop.create_future(), loop.time())
+            try:
+                return await loop.run_in_executor(self._executor, self._run_counted,
+                                                  inputs, size, None)
+            finally:
+                self._slots.release()
+        task = _Task(inputs, size, batch_key(inputs), loop.create_future(), loop.time())
         self._queue.append(task)
         self._queued += size
         self._wake.set()
@@ -179,11 +226,17 @@ class Batcher:
         return await task.future
 
     def _run_counted(self, inputs: dict[str, np.ndarray], size: int,
-                     padded: int) -> dict[str, np.ndarray]:
+                     padded: int | None) -> dict[str, np.ndarray]:
+        """`run(inputs)`, counted; `padded`: the batch size the outputs must have to be
+        split among requests (None: one request, not split)."""
         self.stats.batches += 1
         self.stats.examples += size
-        self.stats.padding += padded - size
+        self.stats.padding += (padded or size) - size
+        if self._observer is not None:
+            self._observer.batch_run(size)
         outputs = self._run(inputs)
+        if padded is None:
+            return outputs
         for name, array in outputs.items():
             if np.ndim(array) == 0 or len(array) != padded:
                 raise RequestError(f"output {name!r} has shape {list(np.shape(array))}, not "
@@ -269,8 +322,9 @@ class Batcher:
         loop = asyncio.get_running_loop()
         size = sum(t.size for t in tasks)
         padded = next((b for b in self.options.buckets if b >= size), size)
-        inputs = {name: np.concatenate([t.inputs[name] for t in tasks])
-                  for name in tasks[0].inputs}
+        inputs = {name: np.concatenate([t.inputs[name] for t in tasks]) if array.ndim
+                  else array  # a scalar: equal in every task (batch_key)
+                  for name, array in tasks[0].inputs.items()}
         try:
             outputs = await loop.run_in_executor(self._executor, self._run_counted,
                                                  pad_to(inputs, padded), size, padded)

@@ -14,6 +14,11 @@ Request bodies follow TF Serving (https://www.tensorflow.org/tfx/serving/api_res
   columnar format  {"signature_name": S, "inputs": {name: [B, ...]} or a bare [B, ...]}
                    -> {"outputs": {name: [B, ...]}} (or the bare value with one output).
 
+As in TF Serving, each columnar input is a tensor of its signature's shape: an input of
+shape [] (a scalar, e.g. a language model's generate "temperature") takes one bare value,
+`"temperature": 0.8`, not a list. The row format gives every input a batch dimension, so
+a signature with scalar inputs takes the columnar format only (a 400 names its scalars).
+
 String values are UTF-8 text or {"b64": "..."} (base64 bytes, e.g. an encoded image or a
 serialized tf.Example); string outputs come back as text, or {"b64": ...} when they are not
 valid UTF-8. Every malformed request raises RequestError, whose message names the bad
@@ -27,6 +32,7 @@ import binascii
 import dataclasses
 import json
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -49,10 +55,16 @@ class TensorInfo:
 
     dtype: str
     shape: tuple[int | None, ...]
+    unknown_rank: bool = False  # shape () then says nothing: any shape with a batch dim
 
     @property
     def numpy_dtype(self) -> np.dtype:
         return np.dtype(object) if self.dtype == "string" else np.dtype(self.dtype)
+
+    @property
+    def is_scalar(self) -> bool:
+        """Shape []: one value per request, not per example (it has no batch dimension)."""
+        return not self.shape and not self.unknown_rank
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,13 +81,26 @@ class SignatureSpec:
         import tensorflow as tf
 
         def info(spec: Any) -> TensorInfo:
-            shape = tuple(spec.shape.as_list()) if spec.shape.rank is not None else ()
-            return TensorInfo(spec.dtype.name, shape)
+            if spec.shape.rank is None:
+                return TensorInfo(spec.dtype.name, (), unknown_rank=True)
+            return TensorInfo(spec.dtype.name, tuple(spec.shape.as_list()))
 
         inputs = {spec.name: info(spec) for spec in tf.nest.flatten(fn.structured_input_signature)
                   if isinstance(spec, tf.TensorSpec)}
         outputs = {key: info(spec) for key, spec in fn.structured_outputs.items()}
         return cls(name, inputs, outputs)
+
+    @property
+    def scalar_inputs(self) -> list[str]:
+        """The names of the inputs of shape [] (one value for the whole request)."""
+        return sorted(name for name, info in self.inputs.items() if info.is_scalar)
+
+
+def examples_in(inputs: dict[str, np.ndarray]) -> int:
+    """The batch size of a request's inputs: the first dim of those that have one (all
+    agree); 1 when every input is a scalar."""
+    sizes = [len(array) for array in inputs.values() if array.ndim]
+    return sizes[0] if sizes else 1
 
 
 @dataclasses.dataclass
@@ -91,7 +116,12 @@ class PredictRequest:
 # ----------------------------------------------------------------- values
 def _to_bytes(value: Any, where: str) -> bytes:
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate, e.g. "\ud800" in the JSON
+            raise RequestError(f"{where}: not valid Unicode ({value[e.start:e.end]!a} at "
+                               f"character {e.start} is half of a UTF-16 pair); send text, "
+                               "or {\"b64\": \"...\"} for bytes") from None
     if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
         try:
             return base64.b64decode(value["b64"], validate=True)
@@ -134,11 +164,25 @@ def to_array(value: Any, info: TensorInfo, where: str, batched: bool) -> np.ndar
         _check_numbers(value, info, where)
         data = value
     try:
-        array = np.array(data, dtype=info.numpy_dtype)
+        with np.errstate(over="raise"):  # 1e308 is no float32: refused, not made inf
+            array = np.array(data, dtype=info.numpy_dtype)
+    except FloatingPointError:
+        limit = np.finfo(info.numpy_dtype).max
+        raise RequestError(f"{where}: a value is outside {info.dtype}'s range (+-{limit:.4g}); "
+                           "send finite values within it") from None
     except (ValueError, OverflowError) as e:
         raise RequestError(f"{where}: not a {info.dtype} array ({e})") from None
     if info.dtype == "string" and array.dtype == object and _ragged(data):
         raise RequestError(f"{where}: rows of different lengths; every row needs the same shape")
+    if info.is_scalar and array.ndim:
+        raise RequestError(f"{where}: a scalar input (shape []) takes one bare {info.dtype} "
+                           f"value, got shape {list(array.shape)}; send e.g. "
+                           f"{_example_scalar(info)}, not a list")
+    if info.unknown_rank:
+        if batched and not array.ndim:
+            raise RequestError(f"{where}: wants a batch (a list with one value per example), "
+                               f"got {_describe(value)}")
+        return array
     want = info.shape if batched else info.shape[1:]
     if len(want) != array.ndim:
         raise RequestError(f"{where}: wants {len(want)} dimension(s) "
@@ -147,6 +191,11 @@ def to_array(value: Any, info: TensorInfo, where: str, batched: bool) -> np.ndar
         if size is not None and size != got:
             raise RequestError(f"{where}: wants shape {_shape_text(want)}, got {list(array.shape)}")
     return array
+
+
+def _example_scalar(info: TensorInfo) -> str:
+    return {"string": '"text"', "bool": "true"}.get(
+        info.dtype, "7" if info.dtype.startswith(("int", "uint")) else "0.5")
 
 
 def _ragged(data: Any) -> bool:
@@ -172,6 +221,9 @@ def parse_body(body: bytes) -> dict[str, Any]:
         raise RequestError(f"the request body is not UTF-8 JSON ({e})") from None
     except ValueError as e:
         raise RequestError(f"malformed JSON in the request body: {e}") from None
+    except RecursionError:
+        raise RequestError(f"the request body nests arrays or objects too deeply "
+                           f"(beyond ~{sys.getrecursionlimit()} levels)") from None
     if not isinstance(value, dict):
         raise RequestError(f"the request body must be a JSON object with \"instances\" or "
                            f"\"inputs\", got {_describe(value)}")
@@ -180,6 +232,9 @@ def parse_body(body: bytes) -> dict[str, Any]:
 
 def _signature(body: dict[str, Any], signatures: dict[str, SignatureSpec]) -> SignatureSpec:
     name = body.get("signature_name", DEFAULT_SIGNATURE)
+    if not isinstance(name, str):
+        raise RequestError(f"\"signature_name\" must be a string, got {_describe(name)}; "
+                           f"this model has {sorted(signatures)}")
     if name not in signatures:
         raise RequestError(f"unknown signature_name {name!r}; this model has "
                            f"{sorted(signatures)}", 400)
@@ -187,6 +242,12 @@ def _signature(body: dict[str, Any], signatures: dict[str, SignatureSpec]) -> Si
 
 
 def _row_inputs(instances: Any, spec: SignatureSpec) -> dict[str, np.ndarray]:
+    if spec.scalar_inputs:
+        raise RequestError(
+            f"signature {spec.name!r} has scalar input(s) {spec.scalar_inputs} (shape [], one "
+            "value per request), which the row format (\"instances\") cannot send: use the "
+            f"columnar format {{\"signature_name\": \"{spec.name}\", \"inputs\": "
+            f"{{{_columnar_example(spec)}}}}}")
     if not isinstance(instances, list):
         raise RequestError(f"\"instances\" must be a list, got {_describe(instances)}")
     if not instances:
@@ -216,6 +277,14 @@ def _row_inputs(instances: Any, spec: SignatureSpec) -> dict[str, np.ndarray]:
     return out
 
 
+def _columnar_example(spec: SignatureSpec) -> str:
+    """The columnar "inputs" of `spec` as a client writes them: a list for each batched
+    input, a bare value for each scalar."""
+    parts = [f"\"{name}\": " + (_example_scalar(info) if info.is_scalar else "[...]")
+             for name, info in sorted(spec.inputs.items())]
+    return ", ".join(parts)
+
+
 def _check_names(given: set[str], spec: SignatureSpec, where: str) -> None:
     unknown = sorted(given - set(spec.inputs))
     missing = sorted(set(spec.inputs) - given)
@@ -236,7 +305,7 @@ def _columnar_inputs(inputs: Any, spec: SignatureSpec) -> dict[str, np.ndarray]:
     else:
         raise RequestError(f"\"inputs\" must be an object naming the inputs {names}")
     out = {n: to_array(values[n], spec.inputs[n], f"inputs[{n!r}]", batched=True) for n in names}
-    sizes = {len(a) if a.ndim else 0 for a in out.values()}
+    sizes = {len(a) if a.ndim else 0 for n, a in out.items() if not spec.inputs[n].is_scalar}
     if 0 in sizes:
         raise RequestError("\"inputs\" is empty; send at least one example")
     if len(sizes) > 1:
@@ -259,9 +328,13 @@ def parse_predict(body: bytes | dict[str, Any], signatures: dict[str, SignatureS
                            "or \"inputs\" (columnar format)")
     spec = _signature(body, signatures)
     row_format = "instances" in body
-    inputs = (_row_inputs(body["instances"], spec) if row_format
-              else _columnar_inputs(body["inputs"], spec))
-    batch = len(next(iter(inputs.values())))
+    try:
+        inputs = (_row_inputs(body["instances"], spec) if row_format
+                  else _columnar_inputs(body["inputs"], spec))
+    except RecursionError:
+        raise RequestError(f"{'instances' if row_format else 'inputs'}: lists nested too "
+                           f"deeply for signature {spec.name!r}") from None
+    batch = examples_in(inputs)
     if max_batch_size and batch > max_batch_size:
         raise RequestError(f"{batch} examples in one request; this server takes at most "
                            f"{max_batch_size} (t2t-serve --max_batch_size)", 413)
@@ -305,6 +378,11 @@ def predict_response(outputs: dict[str, np.ndarray], row_format: bool) -> dict[s
         if len(names) == 1:
             return {"outputs": _json_value(outputs[names[0]])}
         return {"outputs": {n: _json_value(outputs[n]) for n in names}}
+    scalars = [n for n in names if not np.ndim(outputs[n])]
+    if scalars:
+        raise RequestError(f"output(s) {scalars} of this signature are scalars (shape []), "
+                           "which the row format cannot answer; send the columnar format "
+                           "(\"inputs\" instead of \"instances\")")
     batch = len(outputs[names[0]])
     if len(names) == 1:
         return {"predictions": [_json_value(outputs[names[0]][i]) for i in range(batch)]}
@@ -318,7 +396,7 @@ _DT_NAMES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF"
 def _tensor_info_json(info: TensorInfo) -> dict[str, Any]:
     dims = [{"size": str(-1 if s is None else s), "name": ""} for s in info.shape]
     return {"dtype": _DT_NAMES.get(info.dtype, "DT_" + info.dtype.upper()),
-            "tensor_shape": {"dim": dims, "unknown_rank": False}}
+            "tensor_shape": {"dim": dims, "unknown_rank": info.unknown_rank}}
 
 
 def signature_def_json(spec: SignatureSpec) -> dict[str, Any]:

@@ -41,12 +41,14 @@ class Server:
 
     def __init__(self, *flags):
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-        self.process = subprocess.Popen([*SERVE, "--rest_api_port=0", *flags], env=env,
+        self.process = subprocess.Popen([*SERVE, "--rest_api_port=0", "--port=0", *flags], env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
         self.lines = []
         for line in self.process.stdout:
             self.lines.append(line)
+            if line.startswith("Serving gRPC on "):
+                self.grpc_target = line.split()[3]
             if line.startswith("Serving on "):
                 self.url = line.split()[2]
                 return
@@ -155,7 +157,8 @@ def test_a_taken_port_is_one_line_from_the_process(exported_run):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run([*SERVE, f"--output_dir={output_dir}", f"--rest_api_port={port}"],
+        result = subprocess.run([*SERVE, f"--output_dir={output_dir}", f"--rest_api_port={port}",
+                                 "--port=0"],
                                 capture_output=True, text=True, timeout=300,
                                 env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 1, result.stdout + result.stderr
@@ -172,3 +175,68 @@ def _fails(*flags):
     errors = [line for line in result.err.splitlines() if line.startswith("error: ")]
     assert errors and not result.traceback, result.err[-3000:]
     return errors[0]
+
+
+def test_grpc_answers_as_rest_and_t2t_decoder(exported_run, tmp_path):
+    """TF Serving's stock gRPC client (tensorflow-serving-api's stubs, as Tensor2Tensor's
+    t2t-query-server called them) gets REST's and t2t-decoder's answers."""
+    import grpc
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow_serving.apis import (
+        get_model_status_pb2,
+        model_service_pb2_grpc,
+        predict_pb2,
+        prediction_service_pb2_grpc,
+    )
+
+    output_dir, version_dir = exported_run
+    source = tmp_path / "inputs.txt"
+    source.write_text("\n".join(INPUTS) + "\n")
+    decoded = run_binary("t2t-decoder", f"--output_dir={output_dir}",
+                         f"--data_dir={os.path.dirname(output_dir)}/data",
+                         "--decode_hparams=beam_size=1,extra_length=3",
+                         f"--decode_from_file={source}", f"--decode_to_file={tmp_path / 'out'}")
+    assert decoded.code == 0, decoded.err[-3000:]
+    decoder_lines = (tmp_path / "out").read_text(encoding="utf-8").splitlines()
+    server = Server(f"--output_dir={output_dir}", "--model_name=reverse")
+    try:
+        channel = grpc.insecure_channel(server.grpc_target)
+        request = predict_pb2.PredictRequest()
+        request.model_spec.name = "reverse"
+        request.inputs["inputs"].CopyFrom(tf.make_tensor_proto([t.encode() for t in INPUTS]))
+        reply = prediction_service_pb2_grpc.PredictionServiceStub(channel).Predict(request,
+                                                                                   timeout=120)
+        status, rest = server.post("/v1/models/reverse:predict", {"instances": INPUTS})
+        assert status == 200, rest
+        texts = [t.decode() for t in tf.make_ndarray(reply.outputs["outputs"])]
+        assert texts == [p["outputs"] for p in rest["predictions"]] == decoder_lines
+        scores = tf.make_ndarray(reply.outputs["scores"])
+        assert scores.tolist() == np.float32([p["scores"] for p in rest["predictions"]]).tolist()
+        assert reply.model_spec.version.value == int(os.path.basename(version_dir))
+        status_request = get_model_status_pb2.GetModelStatusRequest()
+        status_request.model_spec.name = "reverse"
+        versions = model_service_pb2_grpc.ModelServiceStub(channel).GetModelStatus(
+            status_request, timeout=60).model_version_status
+        assert [(v.version, v.state) for v in versions] == [
+            (int(os.path.basename(version_dir)), get_model_status_pb2.ModelVersionStatus.AVAILABLE)]
+        channel.close()
+    finally:
+        code, out, err = server.stop()
+    assert code == 0, err[-3000:]
+    assert f"Serving gRPC on {server.grpc_target}" in out
+
+
+def test_grpc_flag_errors_are_one_line(exported_run):
+    output_dir, _ = exported_run
+    assert "'grpc.max_connection_age_ms' is not grpc.KEY=VALUE" in _fails(
+        f"--output_dir={output_dir}", "--grpc_channel_arguments=grpc.max_connection_age_ms")
+    assert "set that flag instead" in _fails(
+        f"--output_dir={output_dir}", "--grpc_channel_arguments=grpc.max_receive_message_length=9")
+    with __import__("socket").socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        error = _fails(f"--output_dir={output_dir}", f"--port={port}", "--rest_api_port=0")
+    assert f"cannot listen for gRPC on 127.0.0.1:{port}" in error
+    assert "pick another --port (0: any free port)" in error

@@ -31,6 +31,33 @@ def untrained_run(problem_name: str, root: pathlib.Path) -> tuple[str, str]:
     return data_dir, output_dir
 
 
+def trained_transformer_run(problem_name: str, root: pathlib.Path, steps: int,
+                            hparams_overrides: str) -> dict:
+    """transformer_test trained `steps` steps on `problem_name` (data under `root`), saved,
+    and loaded for decoding: {"problem", "model", "hparams", "data_dir", "run"}."""
+    from t2t import registry
+    from t2t.config import RuntimeConfig, TrainerConfig
+    from t2t.decoding import decoder as decoder_lib
+    from t2t.hparams.basic import create_hparams
+    from t2t.trainer.trainer import Trainer
+
+    data_dir, run = str(root / "data"), str(root / "run")
+    problem = registry.problem(problem_name)
+    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
+    hparams = create_hparams("transformer_test", hparams_overrides)
+    trainer = Trainer(problem, "transformer", hparams, data_dir, run,
+                      TrainerConfig(train_steps=steps, log_every_steps=1000, decode_summaries=0,
+                                    local_eval_frequency=10**6, save_checkpoints_steps=10**6,
+                                    layer_summaries=False),
+                      RuntimeConfig(random_seed=1),
+                      run_info={"hparams_set": "transformer_test", "hparams": hparams_overrides})
+    trainer.train()
+    trainer.save()
+    model = decoder_lib.load_model(problem, "transformer", hparams, data_dir, run)
+    return {"problem": problem, "model": model, "hparams": hparams, "data_dir": data_dir,
+            "run": run}
+
+
 def profile_traces(output_dir) -> list[str]:
     """The trace files --profile_steps wrote under the run's train/ summaries."""
     return glob.glob(os.path.join(str(output_dir), "train", "plugins", "profile", "*",

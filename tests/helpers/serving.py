@@ -9,12 +9,13 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
 import tensorflow as tf
 
-from t2t.serving import http_server
+from t2t.serving import grpc_server, http_server
 from t2t.serving.batching import BatchingOptions
 from t2t.serving.model_store import ModelStore, VersionPolicy
 
@@ -52,32 +53,41 @@ def save_toy(base: str, version: int, tag: str) -> str:
 
 
 class ServerThread:
-    """t2t-serve's server on a free port, in a thread with its own event loop."""
+    """t2t-serve's servers (REST and gRPC) on free ports, in a thread with its own event loop.
 
-    def __init__(self, models, policy="latest:2", max_request_bytes=1 << 20, **batching):
+    .url is the REST base URL, .grpc_target the gRPC "host:port". `__enter__` returns once
+    the models are loaded, or (wait_for_models=False) once both ports are open."""
+
+    def __init__(self, models, policy="latest:2", max_request_bytes=1 << 20, extra_handlers=(),
+                 wait_for_models=True, **batching):
         self.store = ModelStore(models, VersionPolicy.parse(policy), BatchingOptions(**batching),
                                 poll_seconds=0.2)
         self.options = http_server.ServerOptions(port=0, max_request_bytes=max_request_bytes)
-        self.ready = threading.Event()
+        self.grpc_options = grpc_server.GrpcOptions(port=0, max_request_bytes=max_request_bytes)
+        self.extra_handlers, self.wait_for_models = tuple(extra_handlers), wait_for_models
+        self.listening, self.ready = threading.Event(), threading.Event()
         self.error = None
         self.thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
 
     async def _main(self):
         self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
 
-        def on_ready(url):
-            self.url = url
-            self.ready.set()
+        def on_listening(url, grpc_target):
+            self.url, self.grpc_target = url, grpc_target
+            self.listening.set()
 
         try:
-            await http_server.run(self.store, self.options, self.stop, on_ready)
+            await grpc_server.run(self.store, self.options, self.grpc_options, self.stop,
+                                  on_listening, lambda *_: self.ready.set(), self.extra_handlers)
         except Exception as e:  # noqa: BLE001 - reported to the test
             self.error = e
+        finally:
+            self.listening.set()
             self.ready.set()
 
     def __enter__(self):
         self.thread.start()
-        assert self.ready.wait(60)
+        assert (self.ready if self.wait_for_models else self.listening).wait(60)
         if self.error:
             raise self.error
         return self
@@ -146,3 +156,13 @@ def export_and_caption(output_dir: str, data_dir: str, export_dir: str, decode_h
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.splitlines()[-1])
+
+
+def wait_for(predicate, seconds: float = 60) -> bool:
+    """Polls `predicate()` every 0.1 s until it is true (True) or `seconds` pass (False)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False

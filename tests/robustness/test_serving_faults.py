@@ -221,7 +221,7 @@ class _Serve:
     """The t2t-serve binary on a free port (default host), until stopped."""
 
     def __init__(self, *flags: str):
-        self.process = subprocess.Popen([*SERVE, "--rest_api_port=0", *flags],
+        self.process = subprocess.Popen([*SERVE, "--rest_api_port=0", "--port=0", *flags],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
         self.lines = []

@@ -6,14 +6,13 @@ import asyncio
 import json
 import os
 import shutil
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from t2t.serving.batching import BatchingOptions
 from t2t.serving.model_store import ModelStore, ServerConfigError, VersionPolicy, resolve_base_path
-from tests.helpers.serving import ServerThread, save_toy
+from tests.helpers.serving import ServerThread, save_toy, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +96,6 @@ def test_concurrent_requests_are_batched_and_each_gets_its_answer(base):
         assert batching["examples"] == 96 and batching["mean_batch_size"] > 2
 
 
-def _wait_for(predicate, seconds=60):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_new_versions_are_served_without_a_restart(tmp_path):
     folder = str(tmp_path / "export")
     os.makedirs(folder)
@@ -114,13 +104,13 @@ def test_new_versions_are_served_without_a_restart(tmp_path):
         ask = lambda path="/v1/models/toy:predict": server.call(path, {"instances": ["a"]})  # noqa: E731
         assert ask()[1]["predictions"][0]["outputs"] == "v1:A"
         save_toy(folder, 2, "v2:")
-        assert _wait_for(lambda: ask()[1].get("predictions", [{}])[0].get("outputs") == "v2:A")
-        assert _wait_for(lambda: ask("/v1/models/toy/versions/1:predict")[0] == 404)
+        assert wait_for(lambda: ask()[1].get("predictions", [{}])[0].get("outputs") == "v2:A")
+        assert wait_for(lambda: ask("/v1/models/toy/versions/1:predict")[0] == 404)
         # a broken version is reported; version 2 keeps serving
         os.makedirs(os.path.join(folder, "3", "variables"))
         with open(os.path.join(folder, "3", "saved_model.pb"), "wb") as f:
             f.write(b"not a SavedModel")
-        assert _wait_for(lambda: any(
+        assert wait_for(lambda: any(
             s["version"] == "3" and s["state"] == "END"
             for s in server.call("/v1/models/toy")[1]["model_version_status"]))
         status = server.call("/v1/models/toy")[1]["model_version_status"]
@@ -129,7 +119,7 @@ def test_new_versions_are_served_without_a_restart(tmp_path):
         # deleting the served version's folder unloads it... after the next is loaded
         shutil.rmtree(os.path.join(folder, "3"))
         save_toy(folder, 4, "v4:")
-        assert _wait_for(lambda: ask()[1]["predictions"][0]["outputs"] == "v4:A")
+        assert wait_for(lambda: ask()[1]["predictions"][0]["outputs"] == "v4:A")
 
 
 def test_store_refuses_bad_paths_and_policies(tmp_path, base):

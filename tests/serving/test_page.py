@@ -1,13 +1,18 @@
 """t2t-serve's try-it page in a real browser (Debian's headless Chromium through Selenium
-and chromedriver): pick a model, type text or choose an image, read the output and a
-transformer's attention heat map, and a screenshot. Skipped, saying why, where Chromium
-is not installed (.ci/run installs it)."""
+and chromedriver): pick a model, type text or choose an image or a WAV file, read the
+output and a transformer's attention heat map, and a screenshot. Skipped, saying why,
+where Chromium is not installed (.ci/run installs it). A language model's sampling
+controls and streamed output: tests/serving/test_lm_export.py, which has a trained LM."""
 
+import base64
+import json
 import os
 import shutil
 
 import pytest
+import tensorflow as tf
 
+from t2t.serving import audio_serving
 from tests.helpers.model_checks import push_down_pad_and_eos
 from tests.helpers.serving import ServerThread, save_image_toy, save_toy
 
@@ -33,15 +38,44 @@ def browser():
     driver.quit()
 
 
+class SpeechToy(tf.Module):
+    """A "speech recognizer" reading WAV bytes as speech exports do (audio_serving.wav_ids:
+    16-bit mono at the problem's rate, else InvalidArgument); says how many samples."""
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def transcribe(self, inputs):
+        samples = tf.reduce_sum(tf.cast(audio_serving.wav_ids(inputs, SAMPLE_RATE) > 0, tf.int32), 1)
+        return {"outputs": tf.strings.join([tf.strings.as_string(samples), " samples"])}
+
+
+SAMPLE_RATE = 16000
+
+
+def save_speech_toy(base: str, version: int) -> str:
+    """SpeechToy as version `version`, with the t2t_export.json fields of a speech export
+    that the page reads (the inputs' audio modality and sample rate)."""
+    toy = SpeechToy()
+    final = os.path.join(base, str(version))
+    tf.saved_model.save(toy, final, signatures={"serving_default": toy.transcribe})
+    os.makedirs(os.path.join(final, "assets.extra"))
+    with open(os.path.join(final, "assets.extra", "t2t_export.json"), "w") as f:
+        json.dump({"problem": "toy_speech", "model": "speech_toy",
+                   "problem_hparams": {"modality": {"inputs": "audio", "targets": "symbol"},
+                                       "audio_sample_rate": SAMPLE_RATE},
+                   "encoders": {"inputs": None, "targets": {"type": "text"}}}, f)
+    return final
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("page")
-    text_base, image_base = str(root / "text"), str(root / "image")
+    text_base, image_base, speech_base = str(root / "text"), str(root / "image"), str(root / "speech")
     os.makedirs(text_base)
     os.makedirs(image_base)
     save_toy(text_base, 3, "v3:")
     save_image_toy(image_base, 1)
-    with ServerThread({"shout": text_base, "sizes": image_base}) as running:
+    save_speech_toy(speech_base, 1)
+    with ServerThread({"shout": text_base, "sizes": image_base, "speech": speech_base}) as running:
         yield running
 
 
@@ -101,6 +135,36 @@ def test_choose_an_image_file(browser, server, tmp_path):
     browser.find_element(By.ID, "file").send_keys(str(bad))
     browser.find_element(By.ID, "run").click()
     assert "the model rejected the input" in _wait_text(browser, "error", bool)
+
+
+def test_send_a_wav_file_to_a_speech_export(browser, server, tmp_path):
+    import numpy as np
+    import soundfile
+    from selenium.webdriver.common.by import By
+
+    good, wrong_rate = tmp_path / "hello.wav", tmp_path / "hello_22k.wav"
+    soundfile.write(str(good), np.arange(1234, dtype=np.int16), SAMPLE_RATE, subtype="PCM_16")
+    soundfile.write(str(wrong_rate), np.zeros(500, np.int16), 22050, subtype="PCM_16")
+    browser.get(server.url + "/")
+    _wait_text(browser, "details", lambda t: "version" in t)
+    _choose_model(browser, "speech")
+    assert "WAV at 16000 Hz" in browser.find_element(By.ID, "details").text
+    assert browser.find_element(By.ID, "text-input").get_attribute("hidden")
+    assert "16000 Hz" in browser.find_element(By.ID, "file-label").text
+    browser.find_element(By.ID, "run").click()  # no file yet: refused on the page
+    assert "choose a WAV file first" in _wait_text(browser, "error", bool)
+    browser.find_element(By.ID, "file").send_keys(str(good))
+    browser.find_element(By.ID, "run").click()
+    shown = _wait_text(browser, "output", lambda t: t not in ("", "…"))
+    wav = base64.b64encode(good.read_bytes()).decode()
+    assert (shown, server.call("/v1/models/speech:predict", {"instances": [{"b64": wav}]})) == (
+        "1234 samples", (200, {"predictions": ["1234 samples"]}))
+    # A WAV at another rate: the server's 400 names both rates, and the page shows it.
+    browser.find_element(By.ID, "file").send_keys(str(wrong_rate))
+    browser.find_element(By.ID, "run").click()
+    error = _wait_text(browser, "error", bool)
+    assert "the model takes WAV at 16000 Hz; resample the request to it" in error
+    assert browser.find_element(By.ID, "output").text == ""
 
 
 # ------------------------------------------------------------ attention heat map

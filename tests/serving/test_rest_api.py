@@ -2,6 +2,7 @@
 
 import base64
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -107,3 +108,83 @@ def test_signature_def_json_uses_tensorflow_dtype_names():
     assert sig["inputs"]["inputs"]["dtype"] == "DT_STRING"
     assert sig["outputs"]["scores"]["dtype"] == "DT_FLOAT"
     assert sig["inputs"]["inputs"]["tensor_shape"]["dim"] == [{"size": "-1", "name": ""}]
+
+
+# ------------------------------------------------------------ scalar inputs
+GENERATE = SignatureSpec("generate", {"inputs": TensorInfo("string", (None,)),
+                                      "temperature": TensorInfo("float32", ()),
+                                      "top_k": TensorInfo("int32", ())},
+                         {"outputs": TensorInfo("string", (None,))})
+SCALARS = {"generate": GENERATE, "knob": SignatureSpec(
+    "knob", {"k": TensorInfo("int64", ())}, {"y": TensorInfo("int64", ())})}
+
+
+def test_scalar_inputs_take_a_bare_value_in_the_columnar_format():
+    request = rest_api.parse_predict(json.dumps({"signature_name": "generate", "inputs": {
+        "inputs": ["a", "b"], "temperature": 0.8, "top_k": 20}}).encode(), SCALARS)
+    assert request.batch_size == 2 and request.inputs["temperature"].shape == ()
+    assert request.inputs["temperature"].dtype == np.float32
+    assert request.inputs["top_k"].item() == 20
+    only = rest_api.parse_predict(json.dumps({"signature_name": "knob", "inputs": {"k": 3}})
+                                  .encode(), SCALARS)
+    assert only.batch_size == 1 and only.inputs["k"].item() == 3
+    assert GENERATE.scalar_inputs == ["temperature", "top_k"]
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"inputs": {"inputs": ["a"], "temperature": [0.8], "top_k": 2}},
+     "inputs['temperature']: a scalar input (shape []) takes one bare float32 value, got shape "
+     "[1]; send e.g. 0.5, not a list"),
+    ({"inputs": {"inputs": ["a"], "temperature": 0.8, "top_k": 2.5}},
+     "inputs['top_k']: wants int32, got float 2.5"),
+    ({"inputs": {"inputs": ["a"], "temperature": "hot", "top_k": 2}},
+     "inputs['temperature']: wants float32, got str"),
+    ({"inputs": {"inputs": [], "temperature": 0.8, "top_k": 2}}, "\"inputs\" is empty"),
+    ({"instances": [{"inputs": "a", "temperature": 0.8, "top_k": 2}]},
+     "signature 'generate' has scalar input(s) ['temperature', 'top_k'] (shape [], one value "
+     "per request), which the row format (\"instances\") cannot send: use the columnar format "
+     "{\"signature_name\": \"generate\", \"inputs\": {\"inputs\": [...], \"temperature\": 0.5, "
+     "\"top_k\": 7}}"),
+])
+def test_bad_scalars_name_the_input_and_the_fix(body, words):
+    with pytest.raises(RequestError) as e:
+        rest_api.parse_predict(json.dumps({"signature_name": "generate", **body}).encode(),
+                               SCALARS)
+    assert e.value.status == 400 and words in str(e.value)
+
+
+def test_scalar_outputs_answer_the_columnar_format_only():
+    assert rest_api.predict_response({"y": np.array(6, np.int64)}, False) == {"outputs": 6}
+    with pytest.raises(RequestError, match=r"output\(s\) \['y'\] .* are scalars"):
+        rest_api.predict_response({"y": np.array(6, np.int64), "z": np.array([1])}, True)
+
+
+def test_requests_share_a_batch_only_with_equal_scalars():
+    """Equal settings batch together (one model call, the settings once); different ones,
+    and a random seed (-1), run in their own batches."""
+    import asyncio
+
+    from t2t.serving.batching import Batcher, BatchingOptions
+
+    calls = []
+
+    def run(inputs):
+        calls.append((inputs["t"].item(), inputs["seed"].item(), len(inputs["x"])))
+        return {"y": inputs["x"] * inputs["t"]}
+
+    async def main():
+        batcher = Batcher(run, BatchingOptions(max_batch_size=8, batch_timeout_micros=200_000,
+                                               num_batch_threads=1), ThreadPoolExecutor(1))
+        requests = [(2.0, 5, [1.0]), (3.0, 5, [1.0, 2.0]), (2.0, 5, [4.0, 5.0]), (2.0, -1, [7.0]),
+                    (2.0, -1, [8.0])]
+        answers = await asyncio.gather(*[batcher.predict(
+            {"x": np.array(x, np.float32), "t": np.array(t, np.float32),
+             "seed": np.array(seed, np.int64)}, len(x)) for t, seed, x in requests])
+        await batcher.close()
+        return [a["y"].tolist() for a in answers], batcher.stats
+
+    answers, stats = asyncio.run(main())
+    assert answers == [[2.0], [3.0, 6.0], [8.0, 10.0], [14.0], [16.0]]
+    # 1 + 2 examples with t=2, seed=5 in one call, padded to the batch size 4
+    assert sorted(calls) == [(2.0, -1, 1), (2.0, -1, 1), (2.0, 5, 4), (3.0, 5, 2)]
+    assert (stats.requests, stats.batches, stats.examples, stats.padding) == (5, 4, 7, 1)

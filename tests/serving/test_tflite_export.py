@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t import registry
-from t2t.config import DecodeHParams, RuntimeConfig, TrainerConfig
+from t2t.config import DecodeHParams
 from t2t.data import problem as problem_lib
 from t2t.data.problem import ProblemHParams
 from t2t.decoding import decoder as decoder_lib
@@ -25,6 +24,7 @@ from t2t.models import t2t_model
 from t2t.serving import export as export_lib
 from t2t.serving import tflite_export
 from tests.helpers.image_models import tiny_image_classifier_run
+from tests.helpers.runs import trained_transformer_run
 
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
@@ -37,22 +37,9 @@ GREEDY = "beam_size=1,extra_length=3"
 def trained(tmp_path_factory):
     """transformer_test trained 600 steps on binary reversal (it has learned to end its
     outputs with EOS, at various lengths), exported as LiteRT."""
-    from t2t.trainer.trainer import Trainer
-
-    root = tmp_path_factory.mktemp("tflite")
-    data_dir, run = str(root / "data"), str(root / "run")
-    problem = registry.problem(PROBLEM)
-    problem.generate_data(data_dir, data_dir + "/tmp", progress=False)
-    hparams = create_hparams("transformer_test", HPARAMS)
-    trainer = Trainer(problem, "transformer", hparams, data_dir, run,
-                      TrainerConfig(train_steps=600, log_every_steps=1000, decode_summaries=0,
-                                    local_eval_frequency=10**6, save_checkpoints_steps=10**6,
-                                    layer_summaries=False),
-                      RuntimeConfig(random_seed=1),
-                      run_info={"hparams_set": "transformer_test", "hparams": HPARAMS})
-    trainer.train()
-    trainer.save()
-    model = decoder_lib.load_model(problem, "transformer", hparams, data_dir, run)
+    run_info = trained_transformer_run(PROBLEM, tmp_path_factory.mktemp("tflite"), 600, HPARAMS)
+    problem, model, hparams = run_info["problem"], run_info["model"], run_info["hparams"]
+    data_dir, run = run_info["data_dir"], run_info["run"]
     version_dir = tflite_export.export_tflite(
         problem, "transformer", hparams, data_dir, run, os.path.join(run, "export_tflite"),
         DecodeHParams.parse(GREEDY), parity_check=True, parity_examples=6, model=model)

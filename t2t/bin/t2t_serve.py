@@ -199,8 +199,9 @@ def main(argv: list[str]) -> None:
         common_flags.settle_onednn_notice()
     from t2t.utils import optional_deps
 
-    for module in ("aiohttp", "grpc", "tensorflow_serving.apis.predict_pb2"):
-        optional_deps.require(module, "serve", "t2t-serve")
+    optional_deps.require("aiohttp", "serve", "t2t-serve")
+    optional_deps.require("grpc", "serve", "t2t-serve")
+    optional_deps.require("tensorflow_serving.apis.predict_pb2", "serve", "t2t-serve")
     from t2t.serving.http_server import ServerOptions
     from t2t.serving.model_store import ServerConfigError, VersionPolicy
 

@@ -114,7 +114,8 @@ class PredictRequest:
 
 
 # ----------------------------------------------------------------- values
-def _to_bytes(value: Any, where: str) -> bytes:
+def to_bytes(value: Any, where: str) -> bytes:
+    """A JSON string (UTF-8 text) or {"b64": ...} (any bytes) as bytes; RequestError else."""
     if isinstance(value, str):
         try:
             return value.encode("utf-8")
@@ -139,7 +140,7 @@ def _describe(value: Any) -> str:
 def _nested_strings(value: Any, where: str) -> Any:
     if isinstance(value, list):
         return [_nested_strings(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return _to_bytes(value, where)
+    return to_bytes(value, where)
 
 
 def _check_numbers(value: Any, info: TensorInfo, where: str) -> None:

@@ -33,7 +33,6 @@ model or version), 413, 429 or 503 (still loading, shutting down).
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import difflib
 import json
@@ -53,6 +52,7 @@ from t2t.serving.rest_api import (
     RequestError,
     SignatureSpec,
     examples_in,
+    to_bytes,
 )
 
 PLATFORM = "tensorflow_savedmodel"  # Triton's name for a TensorFlow SavedModel
@@ -103,15 +103,7 @@ def _flatten(data: Any, where: str) -> list[Any]:
 def _element(value: Any, kind: str, where: str) -> Any:
     """One JSON element of a tensor of V2 datatype `kind`, as a Python value."""
     if kind == "BYTES":
-        if isinstance(value, str):
-            return value.encode("utf-8")
-        if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
-            try:
-                return base64.b64decode(value["b64"], validate=True)
-            except (binascii.Error, ValueError) as e:
-                raise RequestError(f"{where}: invalid base64 in {{\"b64\": ...}} ({e})") from None
-        raise RequestError(f"{where}: BYTES wants a string (text, or {{\"b64\": \"...\"}} for "
-                           f"bytes), got {_describe(value)}")
+        return to_bytes(value, where)
     if kind == "BOOL":
         if isinstance(value, bool):
             return value

@@ -111,7 +111,7 @@ BAD = [
     ("/v2/models/toy/infer", {"inputs": [_bytes_input([{"b64": "%%%"}])]}, 400,
      "input 'inputs' data[0]: invalid base64"),
     ("/v2/models/toy/infer", {"inputs": [_bytes_input([7])]}, 400,
-     "BYTES wants a string (text, or {\"b64\": \"...\"} for bytes), got int 7"),
+     "wants a string (text, or {\"b64\": \"...\"} for bytes), got int 7"),
     ("/v2/models/toy/infer", {**_x(), "parameters": {"signature_name": "scales"}}, 400,
      "unknown signature_name 'scales' (did you mean 'scale'?)"),
     ("/v2/models/toy/infer", {**_x(), "parameters": {"signature_name": "scale", "top_k": 2}},

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -156,13 +155,3 @@ def export_and_caption(output_dir: str, data_dir: str, export_dir: str, decode_h
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.splitlines()[-1])
-
-
-def wait_for(predicate, seconds: float = 60) -> bool:
-    """Polls `predicate()` every 0.1 s until it is true (True) or `seconds` pass (False)."""
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False

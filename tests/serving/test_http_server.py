@@ -12,7 +12,8 @@ import pytest
 
 from t2t.serving.batching import BatchingOptions
 from t2t.serving.model_store import ModelStore, ServerConfigError, VersionPolicy, resolve_base_path
-from tests.helpers.serving import ServerThread, save_toy, wait_for
+from tests.helpers.serving import ServerThread, save_toy
+from tests.robustness.support import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -104,22 +105,22 @@ def test_new_versions_are_served_without_a_restart(tmp_path):
         ask = lambda path="/v1/models/toy:predict": server.call(path, {"instances": ["a"]})  # noqa: E731
         assert ask()[1]["predictions"][0]["outputs"] == "v1:A"
         save_toy(folder, 2, "v2:")
-        assert wait_for(lambda: ask()[1].get("predictions", [{}])[0].get("outputs") == "v2:A")
-        assert wait_for(lambda: ask("/v1/models/toy/versions/1:predict")[0] == 404)
+        assert wait_for(lambda: ask()[1].get("predictions", [{}])[0].get("outputs") == "v2:A", 60)
+        assert wait_for(lambda: ask("/v1/models/toy/versions/1:predict")[0] == 404, 60)
         # a broken version is reported; version 2 keeps serving
         os.makedirs(os.path.join(folder, "3", "variables"))
         with open(os.path.join(folder, "3", "saved_model.pb"), "wb") as f:
             f.write(b"not a SavedModel")
         assert wait_for(lambda: any(
             s["version"] == "3" and s["state"] == "END"
-            for s in server.call("/v1/models/toy")[1]["model_version_status"]))
+            for s in server.call("/v1/models/toy")[1]["model_version_status"]), 60)
         status = server.call("/v1/models/toy")[1]["model_version_status"]
         assert status[0]["status"]["error_code"] == "UNKNOWN" and status[0]["status"]["error_message"]
         assert ask()[1]["predictions"][0]["outputs"] == "v2:A"
         # deleting the served version's folder unloads it... after the next is loaded
         shutil.rmtree(os.path.join(folder, "3"))
         save_toy(folder, 4, "v4:")
-        assert wait_for(lambda: ask()[1]["predictions"][0]["outputs"] == "v4:A")
+        assert wait_for(lambda: ask()[1]["predictions"][0]["outputs"] == "v4:A", 60)
 
 
 def test_store_refuses_bad_paths_and_policies(tmp_path, base):

@@ -23,7 +23,8 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from t2t.serving.batching import Batcher, BatchingOptions
 from t2t.serving.metrics import PROMETHEUS_PATH, prometheus_path_from_config
 from tests.helpers.binaries import run_binary
-from tests.helpers.serving import ServerThread, save_toy, wait_for
+from tests.helpers.serving import ServerThread, save_toy
+from tests.robustness.support import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +210,9 @@ def test_versions_loaded_failed_and_unloaded_while_serving_are_events(tmp_path):
         os.makedirs(os.path.join(folder, "2", "variables"))
         with open(os.path.join(folder, "2", "saved_model.pb"), "wb") as f:
             f.write(b"not a SavedModel")
-        assert wait_for(lambda: ("2", "load_failed") in events(server))
+        assert wait_for(lambda: ("2", "load_failed") in events(server), 60)
         save_toy(folder, 3, "v3:")
-        assert wait_for(lambda: ("1", "unload") in events(server))
+        assert wait_for(lambda: ("1", "unload") in events(server), 60)
         assert events(server) == {("1", "load"): 1, ("2", "load_failed"): 1, ("3", "load"): 1,
                                   ("1", "unload"): 1}
         # the unloaded version's queue depth series is gone; its request counts stay

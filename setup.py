@@ -38,6 +38,9 @@ setup(
         "serve": ["aiohttp>=3.9", "grpcio>=1.60", "tensorflow-serving-api>=2.16",
                   "prometheus-client>=0.20"],
         "ctranslate2": ["ctranslate2>=4.0"],  # t2t-exporter --format=ctranslate2
+        # t2t-import: safetensors reads the weights; torch reads pytorch_model.bin;
+        # transformers makes the reference models of the equality tests
+        "import": ["safetensors>=0.4", "torch>=2.1", "transformers>=4.40"],
         # speech problems: WAV/FLAC reading, resampling, WER/CER
         "speech": ["soundfile>=0.12", "soxr>=0.3", "jiwer>=3.0"],
         "summarization": ["rouge-score>=0.1.2"],  # ROUGE of summarize_* decodes
@@ -50,6 +53,7 @@ setup(
             "t2t-trainer=t2t.bin.t2t_trainer:run",
             "t2t-decoder=t2t.bin.t2t_decoder:run",
             "t2t-exporter=t2t.bin.t2t_exporter:run",
+            "t2t-import=t2t.bin.t2t_import:run",
             "t2t-bleu=t2t.bin.t2t_bleu:run",
             "t2t-avg-all=t2t.bin.t2t_avg_all:run",
             "t2t-translate-all=t2t.bin.t2t_translate_all:run",

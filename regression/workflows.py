@@ -4,6 +4,7 @@
   python -m regression.workflows distillation     [--output DIR] [--quick]
   python -m regression.workflows backtranslation  [--output DIR] [--quick]
   python -m regression.workflows translation_loop [--output DIR] [--quick]
+  python -m regression.workflows pretrained_import [--output DIR] [--quick]
 
 multiproblem: one transformer_tiny on reverse+identity against each task alone, the same
   steps; for each task, the first evaluated step at which per-token dev accuracy reaches
@@ -23,6 +24,11 @@ translation_loop: English -> Vietnamese on the machine's own gettext catalogs
   sacrebleu BLEU and chrF; t2t-translate-all + t2t-bleu --translations_dir give the test
   BLEU of every kept checkpoint (the curve, also in TensorBoard).
 
+pretrained_import: a tiny Marian-shaped model saved by transformers, t2t-import'ed,
+  fine-tuned on translate_envi_gettext8k (--use_vocab_from), exported and served; test
+  BLEU/chrF and dev loss before and after, t2t-serve's answers against t2t-decoder's
+  (regression/pretrained_workflow.py).
+
 Each prints its table and writes OUTPUT/NAME/report.json (with the machine, every
 command, each run's evaluations) and OUTPUT/NAME/log.txt. The numbers are what happened:
 no band is asserted here (tests/regression/test_workflows.py runs --quick and checks
@@ -40,11 +46,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from regression.pretrained_workflow import StepError, pretrained_import
 from regression.report import format_table, machine_info
 from regression.tools import stream_command, tool_command
 from regression.verdict import read_eval_results
 
-WORKFLOWS = ("multiproblem", "distillation", "backtranslation", "translation_loop")
+WORKFLOWS = ("multiproblem", "distillation", "backtranslation", "translation_loop",
+             "pretrained_import")
 REVERSE = "algorithmic_reverse_binary40_test"
 IDENTITY = "algorithmic_identity_binary40_test"
 # Monolingual target text for back-translation: targets of the same task drawn apart.
@@ -69,11 +77,15 @@ class Settings:
     translation_steps: int = 5000
     translation_eval_every: int = 250
     early_stopping_steps: int = 1000
+    # pretrained_import: test lines decoded before and after, lines sent to t2t-serve.
+    pretrained_test_lines: int = 400
+    served_lines: int = 64
 
     @classmethod
     def quick(cls) -> Settings:
         return cls(steps=150, eval_every=50, monolingual_lines=100, translation_steps=300,
-                   translation_eval_every=100, early_stopping_steps=100)
+                   translation_eval_every=100, early_stopping_steps=100,
+                   pretrained_test_lines=50, served_lines=16)
 
 
 class Workflow:
@@ -281,7 +293,8 @@ def translation_loop(flow: Workflow) -> tuple[list[str], list[list[Any]]]:
 
 
 _RUNNERS = {"multiproblem": multiproblem, "distillation": distillation,
-            "backtranslation": backtranslation, "translation_loop": translation_loop}
+            "backtranslation": backtranslation, "translation_loop": translation_loop,
+            "pretrained_import": pretrained_import}
 
 
 def run_workflow(name: str, output: str, settings: Settings) -> dict[str, Any]:
@@ -310,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings.quick() if args.quick else Settings()
     try:
         report = run_workflow(args.workflow, args.output, settings)
-    except WorkflowError as e:
+    except (WorkflowError, StepError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     steps = (f"at most {settings.translation_steps}" if args.workflow == "translation_loop"

@@ -248,6 +248,9 @@ class DecodeHParamsError(HParamsError):
     """A bad --decode_hparams string or value."""
 
 
+BEAM_SEARCH_RULES = ("t2t", "transformers")  # DecodeHParams.beam_search_rule
+
+
 @gin.configurable
 @dataclasses.dataclass
 class DecodeHParams:
@@ -316,6 +319,13 @@ class DecodeHParams:
                                         "tokens (max_new_tokens, else its own input's length "
                                         "+ extra_length): EOS cannot end it earlier.",
                                         flag=False)
+    beam_search_rule: str = setting(
+        "t2t", "Which hypotheses beam search keeps finished: t2t (Tensor2Tensor's: every "
+        "candidate ending in EOS among the step's 2 x beam_size; at the length limit a "
+        "finished one wins) or transformers (Hugging Face generate's: only those among the "
+        "best beam_size; at the length limit the cut beams compete by score). With "
+        "alpha=0, transformers gives generate(num_beams=N, length_penalty=0.0)'s outputs.",
+        flag=False)
     given_keys: tuple[str, ...] = dataclasses.field(default=(), compare=False, metadata={
         "help": "The keys parse() found in the --decode_hparams text. These, and every key "
                 "whose value differs from its default, win over the model hparams' "
@@ -398,6 +408,8 @@ class DecodeHParams:
              f"shard_id={self.shard_id} (need 0 <= shard_id < shards={self.shards}: the "
              f"shards are numbered from 0)"),
             (self.num_decodes < 1, f"num_decodes={self.num_decodes} (need >= 1)"),
+            (self.beam_search_rule not in BEAM_SEARCH_RULES,
+             f"beam_search_rule={self.beam_search_rule!r} (use one of {BEAM_SEARCH_RULES})"),
         ]
         try:
             if not self.record_delimiter:

@@ -35,6 +35,12 @@ flags.DEFINE_integer("inspect_max_records", 100_000, "Records to read for --insp
 flags.DEFINE_string("dump_text", None, "Do not generate: write the --inspect_split split's "
                     "text, one example per line, to PREFIX.inputs and PREFIX.targets (a "
                     "t2t-decoder --decode_from_file input and its --decode_reference).")
+flags.DEFINE_string("use_vocab_from", None, "Encode a text problem's data with an imported "
+                    "model's vocabulary: RUN is the run folder t2t-import wrote (it holds "
+                    "vocab.pretrained.json); the vocabulary is copied into --data_dir, so the "
+                    "model fine-tuned from RUN reads the data with its own ids (Tensor2Tensor "
+                    "had no such flag).")
+flag_help.group("Data", "use_vocab_from")
 
 
 def _format_bytes(n: int) -> str:
@@ -45,10 +51,15 @@ def _format_bytes(n: int) -> str:
     return str(n)
 
 
-def generate(problem_name: str, data_dir: str, data: config.DataConfig) -> None:
+def generate(problem_name: str, data_dir: str, data: config.DataConfig,
+             use_vocab_from: str | None = None) -> None:
     from t2t import gin_config, registry
+    from t2t.data.bases import text_core
 
     problem = registry.problem(problem_name)
+    if use_vocab_from:  # an imported model's vocabulary (t2t-import's run folder)
+        text_core.set_use_vocab_from(problem, use_vocab_from)
+        problem.check_pretrained_vocab_target(data_dir)  # before anything is written
     start = time.monotonic()
     common_flags.print_locations(data_dir, None)
     print(f"Generating {problem.name} into {data_dir}")
@@ -142,6 +153,10 @@ def main(argv: list[str]) -> None:
     data_dir = os.path.expanduser(task.data_dir or common_flags.default_data_dir())
     _check_output_paths(data_dir, data.tmp_dir or os.path.join(data_dir, "tmp"))  # + gin's
     names = [n.strip() for n in task.problem.split(",") if n.strip()]
+    if FLAGS.use_vocab_from and (FLAGS.inspect or FLAGS.dump_text):
+        common_flags.fail("--use_vocab_from applies when generating; --inspect and "
+                          "--dump_text read the vocabulary --data_dir holds (its copy of "
+                          "the imported one): drop --use_vocab_from.")
     if FLAGS.dump_text and len(names) > 1:
         common_flags.fail(f"--dump_text writes one problem's text; --problem={task.problem!r} "
                           f"names {len(names)}: run once per problem.")
@@ -152,7 +167,7 @@ def main(argv: list[str]) -> None:
             elif FLAGS.inspect:
                 inspect(name, data_dir)
             else:
-                generate(name, data_dir, data)
+                generate(name, data_dir, data, FLAGS.use_vocab_from)
         except (UnknownNameError, problem_lib.DataMissingError, DownloadError, ValueError,
                 OSError) as e:
             common_flags.fail(str(e))

@@ -34,7 +34,7 @@ FLAGS = flags.FLAGS
 
 BINARIES = ("t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-exporter", "t2t-tuner",
             "t2t-bleu", "t2t-translate-all", "t2t-avg-all", "t2t-launch",
-            "t2t-make-tf-configs", "t2t-serve")
+            "t2t-make-tf-configs", "t2t-serve", "t2t-import")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +172,7 @@ BINARY_REASONS = {
     "t2t-launch": "give it to the command after `--`",
     "t2t-make-tf-configs": "give it to the trainer command",
     "t2t-serve": "it serves exported models as they are; t2t-exporter fixed their settings",
+    "t2t-import": "it only reads a checkpoint folder into a run; give it to the next binary",
 }
 BINARY_TOPIC_REASONS = {
     ("t2t-datagen", "task"): "it only prepares data",

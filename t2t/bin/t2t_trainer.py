@@ -29,6 +29,11 @@ config_flags.define(config.RuntimeConfig)
 flags.DEFINE_bool("dry_run", False, "Print the resolved problem, model, hparams and "
                   "strategy, then exit without training.")
 flag_help.group("Problem, model and run", "dry_run")
+flags.DEFINE_string("use_vocab_from", None, "With --generate_data: encode the text "
+                    "problem's data with an imported model's vocabulary (RUN: the run folder "
+                    "t2t-import wrote, holding vocab.pretrained.json), as t2t-datagen "
+                    "--use_vocab_from does (Tensor2Tensor had no such flag).")
+flag_help.group("Data", "use_vocab_from")
 
 
 def experiment_from_flags() -> config.ExperimentConfig:
@@ -121,6 +126,9 @@ def train(experiment: config.ExperimentConfig) -> None:
     tmp_dir = os.path.expanduser(experiment.data.tmp_dir or os.path.join(data_dir, "tmp"))
     _check_output_paths(output_dir, data_dir, tmp_dir, experiment.data.generate_data)
     problem = registry.problem(task.problem)
+    if FLAGS.use_vocab_from:  # an imported model's vocabulary for --generate_data
+        _use_vocab_from(problem, FLAGS.use_vocab_from, data_dir,
+                        experiment.data.generate_data)
     registry.model(task.model)
     hparams = create_hparams(task.hparams_set, task.hparams)
     # Tensor2Tensor's activation_dtype=bfloat16/float16 asks for --mixed_precision.
@@ -163,6 +171,26 @@ def train(experiment: config.ExperimentConfig) -> None:
     trainer.run(schedule)
     if runtime.is_chief:
         gin_config.save_config(output_dir)
+
+
+def _use_vocab_from(problem, run_folder: str, data_dir: str, generate_data: bool) -> None:
+    """--use_vocab_from: sets the problem's imported vocabulary; one-line failures for a
+    problem or folder it cannot apply to, or a data_dir another vocabulary encoded."""
+    from t2t.data.bases import text_core
+    from t2t.data.encoders import pretrained_vocab
+
+    try:
+        text_core.set_use_vocab_from(problem, run_folder)
+        if generate_data:
+            problem.check_pretrained_vocab_target(data_dir)
+    except (ValueError, OSError) as e:
+        common_flags.fail(str(e))
+    if not generate_data and not pretrained_vocab.has_pretrained_vocab(
+            data_dir, problem.pretrained_vocab_prefix):
+        common_flags.fail(f"--use_vocab_from={run_folder} sets the vocabulary data is "
+                          f"generated with: add --generate_data, or run t2t-datagen "
+                          f"--problem={problem.name} --use_vocab_from={run_folder} "
+                          f"--data_dir={data_dir} first.")
 
 
 def _check_output_paths(output_dir: str | None, data_dir: str | None, tmp_dir: str | None,

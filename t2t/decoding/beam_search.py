@@ -63,12 +63,18 @@ def _gather_beams(nest: Any, indices: tf.Tensor, batch_size: tf.Tensor, beam_siz
     return tf.nest.map_structure(gather, nest)
 
 
+# Which candidates beam search keeps finished (DecodeHParams.beam_search_rule).
+RULES = ("t2t", "transformers")
+
+
 class _Beams:
     """The loop's arithmetic for one batch: B examples, k beams, vocabulary V."""
 
     def __init__(self, batch_size: tf.Tensor, k: int, length: tf.Tensor, vocab_size: int,
-                 alpha: float, eos_id: int):
-        self.batch_size, self.k, self.length = batch_size, k, length
+                 alpha: float, eos_id: int, rule: str = "t2t"):
+        if rule not in RULES:
+            raise ValueError(f"Unknown beam_search_rule {rule!r}: use one of {RULES}.")
+        self.batch_size, self.k, self.length, self.rule = batch_size, k, length, rule
         self.vocab_size, self.alpha, self.eos_id = vocab_size, alpha, eos_id
         self.positions = tf.range(length)
 
@@ -90,10 +96,16 @@ class _Beams:
                 tf.equal(top_token, self.eos_id))
 
     def keep_finished(self, finished: tuple[tf.Tensor, tf.Tensor, tf.Tensor],
-                      top_seq: tf.Tensor, top_scores: tf.Tensor, top_finished: tf.Tensor
-                      ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """The k best of the finished hypotheses and the candidates that just ended."""
+                      top_seq: tf.Tensor, top_scores: tf.Tensor, top_finished: tf.Tensor,
+                      i: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """The k best of the finished hypotheses and the candidates that just ended (rule
+        "transformers": those among the k best candidates, and at the last position
+        i = length - 1 the k best whether they ended or were cut)."""
         finished_seq, finished_scores, finished_flags = finished
+        if self.rule == "transformers":
+            in_top = tf.range(2 * self.k)[None, :] < self.k
+            top_finished = tf.logical_and(in_top, tf.logical_or(
+                top_finished, tf.equal(i, self.length - 1)))
         just_finished = tf.where(top_finished, top_scores, NEG_INF)
         all_seq = tf.concat([finished_seq, top_seq], axis=1)
         all_scores = tf.concat([finished_scores, just_finished], axis=1)
@@ -124,16 +136,18 @@ def beam_search(
     alpha: float = 0.6,
     eos_id: int = 1,
     top_beams: int = 1,
+    rule: str = "t2t",
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Returns (ids int32 [B, top_beams, L], scores float32 [B, top_beams]), best first.
 
     `state` must already be tiled to B * beam_size (see `tile_beams`). A hypothesis ends
     at EOS (which it includes); ids after it are 0. Stops early once no alive beam can
-    beat the worst finished one.
+    beat the worst finished one. `rule` (RULES) chooses which candidates count as
+    finished: Tensor2Tensor's or Hugging Face transformers' (see _Beams.keep_finished).
     """
     k = beam_size
     length = tf.cast(decode_length, tf.int32)
-    beams = _Beams(batch_size, k, length, vocab_size, alpha, eos_id)
+    beams = _Beams(batch_size, k, length, vocab_size, alpha, eos_id, rule)
     alive_seq = tf.zeros([batch_size, k, length], tf.int32)
     alive_log_probs = tf.tile(tf.constant([[0.0] + [NEG_INF] * (k - 1)]), [batch_size, 1])
     finished_seq = tf.zeros([batch_size, k, length], tf.int32)
@@ -159,7 +173,7 @@ def beam_search(
         new_alive_log_probs = tf.gather(alive_scores, keep, batch_dims=1)
         state = _gather_beams(state, tf.gather(top_beam, keep, batch_dims=1), batch_size, k)
         finished = beams.keep_finished((finished_seq, finished_scores, finished_flags),
-                                       top_seq, top_scores, top_finished)
+                                       top_seq, top_scores, top_finished, i)
         return (i + 1, new_alive_seq, new_alive_log_probs, *finished, state)
 
     def not_done(i, alive_seq, alive_log_probs, finished_seq, finished_scores, finished_flags, state):

@@ -89,7 +89,8 @@ def _search(model: Any, features: dict[str, tf.Tensor], step: Any, length: tf.Te
         return beam_search.beam_search(
             step, state, batch_size, beam_size, length,
             model.problem_hparams.vocab_size["targets"], alpha=options["alpha"],
-            eos_id=options["eos_id"], top_beams=options["top_beams"])
+            eos_id=options["eos_id"], top_beams=options["top_beams"],
+            rule=options["beam_search_rule"])
     return greedy.greedy_or_sample(
         step, init(features, length), batch_size, length, options["temperature"],
         options["top_k"], options["top_p"], eos_id=options["eos_id"], keys=options["keys"])
@@ -108,6 +109,17 @@ def _constrained_step(step: Any, row_prompt: tf.Tensor | None, row_budget: tf.Te
     return step
 
 
+def _batch_sized(features: dict[str, tf.Tensor], prompt: tf.Tensor | None) -> dict[str, tf.Tensor]:
+    """`features` with "targets" sizing the batch when there is a prompt (decode_init
+    overwrites it), or, with nothing to condition on (unconditional image generation),
+    one empty row whose num_samples copies are the samples."""
+    if prompt is not None:
+        features["targets"] = prompt
+    if "inputs" not in features and "targets" not in features:
+        features["targets"] = tf.zeros([1, 0], tf.int32)
+    return features
+
+
 def infer(
     model: step_interface.Decodable,
     features: dict[str, tf.Tensor],
@@ -123,6 +135,7 @@ def infer(
     num_samples: int = 1,
     force_decode_length: bool = False,
     first_sample: int | tf.Tensor = 0,
+    beam_search_rule: str = "t2t",
 ) -> dict[str, tf.Tensor]:
     """Decodes targets for `features` ("inputs", and/or "prompt"), in-graph and batched.
 
@@ -141,20 +154,16 @@ def infer(
     decode_length tokens (EOS cannot come earlier; one forced EOS follows), and
     decode_length may be int32 [B], one length per row. Class-label problems return
     the argmax class [B, 1]. `use_cache=False` forces the step that re-runs the whole
-    model on the prefix (to check a model's cache).
+    model on the prefix (to check a model's cache). `beam_search_rule` ("t2t" or
+    "transformers"): which hypotheses beam search keeps finished (beam_search.RULES).
     """
     features = {k: tf.convert_to_tensor(v) for k, v in features.items() if k != "targets"}
     prompt = features.pop(PROMPT, None)
     if model.problem_hparams.is_classifier or model.problem_hparams.modality.get("targets") == Modality.REAL:
         return _one_pass(model, features, top_beams)
     _check(beam_size, top_beams, num_samples)
-    if prompt is not None:
-        prompt = tf.cast(prompt, tf.int32)
-        features["targets"] = prompt  # sizes the batch (decode_init overwrites it)
-    if "inputs" not in features and "targets" not in features:
-        # Nothing to condition on (unconditional image generation): one row, whose
-        # num_samples copies are the samples; decode_init reads only this shape.
-        features["targets"] = tf.zeros([1, 0], tf.int32)
+    prompt = None if prompt is None else tf.cast(prompt, tf.int32)
+    features = _batch_sized(features, prompt)
     rows = tf.shape(features.get("inputs", features.get("targets")))[0]
     features = _tile(features, num_samples)
     reference = features.get("inputs", features.get("targets"))
@@ -177,7 +186,8 @@ def infer(
                              None if budget is None else per_beam(budget), new_tokens)
     ids, scores = _search(model, features, step, length, batch_size, {
         "cached": cached, "beam_size": beam_size, "alpha": alpha, "eos_id": eos_id,
-        "top_beams": top_beams, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+        "beam_search_rule": beam_search_rule, "top_beams": top_beams,
+        "temperature": temperature, "top_k": top_k, "top_p": top_p,
         "keys": None if beam_size > 1 else _sample_keys(seed, reference, batch_size,
                                                         num_samples, first_sample)})
     if num_samples > 1:

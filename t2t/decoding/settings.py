@@ -44,6 +44,7 @@ class DecodeSettings:
     force_decode_length: bool = False
     partial_targets: bool = False
     num_decodes: int = 1
+    beam_search_rule: str = "t2t"
 
     def infer_args(self) -> dict[str, Any]:
         """Keyword arguments of `t2t.decoding.infer.infer` (force_decode_length only when
@@ -53,6 +54,8 @@ class DecodeSettings:
                 "num_samples": self.num_samples, "seed": self.seed}
         if self.force_decode_length:
             args["force_decode_length"] = True
+        if self.beam_search_rule != "t2t":
+            args["beam_search_rule"] = self.beam_search_rule
         return args
 
     @property
@@ -119,6 +122,7 @@ def resolve(decode_hparams: DecodeHParams, model: Any) -> DecodeSettings:
         max_new_tokens=dhp.max_new_tokens, num_samples=dhp.num_samples, seed=dhp.seed,
         return_prompt=dhp.return_prompt, force_decode_length=dhp.force_decode_length,
         partial_targets=dhp.partial_targets, num_decodes=dhp.num_decodes,
+        beam_search_rule=dhp.beam_search_rule,
     )
 
 

@@ -40,10 +40,22 @@ def transformer_base_v1() -> HParams:
     hp.add_hparam("ffn_layer", "dense_relu_dense")
     hp.add_hparam("attention_dropout", 0.0)
     hp.add_hparam("relu_dropout", 0.0)
-    hp.add_hparam("pos", "timing")  # "timing" or "none"
+    # "timing" (T2T), "sinusoid" (Vaswani's exponents, Marian), "relative_buckets" (T5), "none"
+    hp.add_hparam("pos", "timing")
     hp.add_hparam("use_target_space_embedding", True)
     hp.add_hparam("self_attention_type", "dot_product")  # or "dot_product_relative"
     hp.add_hparam("max_relative_position", 0)  # its clipping distance (transformer_relative: 20)
+    # The options of published architectures (t2t-import: Marian / OPUS-MT, T5); the
+    # defaults are Tensor2Tensor's Transformer.
+    hp.add_hparam("relative_attention_num_buckets", 32)  # pos=relative_buckets (T5)
+    hp.add_hparam("relative_attention_max_distance", 128)
+    hp.add_hparam("attention_use_bias", False)  # q/k/v/output biases (Marian)
+    hp.add_hparam("attention_scale_queries", True)  # False: T5's unscaled dot product
+    hp.add_hparam("ffn_activation", "relu")  # relu, gelu, gelu_tanh (T5 v1.1), swish (Marian)
+    hp.add_hparam("ffn_use_bias", True)  # False: T5
+    hp.add_hparam("softmax_bias", False)  # a bias on the logits (Marian's final_logits_bias)
+    hp.add_hparam("multiply_softmax_input_mode", "none")  # "rsqrt_depth": T5 v1.0
+    hp.add_hparam("decoder_start_embedding", "zeros")  # "pad": id 0's embedding (T5)
     return hp
 
 

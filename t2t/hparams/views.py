@@ -92,6 +92,8 @@ class SymbolModalityHParams(ModalityHParams, Protocol):
     shared_embedding_and_softmax_weights: bool
     symbol_dropout: float
     multiply_embedding_mode: str
+    softmax_bias: Annotated[bool, ReadWhen("defined (default False)")]
+    multiply_softmax_input_mode: Annotated[str, ReadWhen("defined (default none)")]
 
 
 class AudioModalityHParams(ModalityHParams, InitializerHParams, AudioFeatureHParams,
@@ -250,6 +252,12 @@ class TransformerLayerHParams(SublayerHParams, InitializerHParams, Protocol):
     layer_preprocess_sequence: str
     layer_postprocess_sequence: str
     layer_prepostprocess_dropout: float
+    attention_use_bias: Annotated[bool, ReadWhen("defined (default False)")]
+    attention_scale_queries: Annotated[bool, ReadWhen("defined (default True)")]
+    ffn_activation: Annotated[str, ReadWhen("defined (default relu)")]
+    ffn_use_bias: Annotated[bool, ReadWhen("defined (default True)")]
+    relative_attention_num_buckets: Annotated[int, ReadWhen("pos is relative_buckets")]
+    relative_attention_max_distance: Annotated[int, ReadWhen("pos is relative_buckets")]
 
 
 class TransformerHParams(TransformerLayerHParams, ModelHParams, Protocol):
@@ -260,6 +268,7 @@ class TransformerHParams(TransformerLayerHParams, ModelHParams, Protocol):
     num_decoder_layers: int  # 0: num_hidden_layers
     use_target_space_embedding: bool
     pos: str | None
+    decoder_start_embedding: Annotated[str, ReadWhen("defined (default zeros)")]
     ctc_loss_weight: Annotated[float, ReadWhen("defined (default 0.0)")]
 
 

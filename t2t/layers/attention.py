@@ -103,7 +103,9 @@ def attend_over_beam_slots(
 
 
 class MultiHeadAttention(common.Layer):
-    """Tensor2Tensor's multihead_attention: projections without bias, scaled dot product.
+    """Tensor2Tensor's multihead_attention: projections without bias, scaled dot product
+    (`use_bias`: q/k/v/output projections with biases, as Marian's; `scale_queries`
+    False: unscaled, as T5, whose initialization takes the scale instead).
 
     `call(query [B, Tq, H], memory [B, Tk, H] or None for self-attention, bias)`
     returns [B, Tq, H]. With `cache` (a dict holding "k" and "v" [B, N, L, D] for a
@@ -125,8 +127,11 @@ class MultiHeadAttention(common.Layer):
         key_channels: int = 0,
         value_channels: int = 0,
         name: str | None = None,
+        use_bias: bool = False,
+        scale_queries: bool = True,
     ):
         super().__init__(name=name)
+        self.scale_queries = scale_queries
         key_channels = key_channels or hidden_size
         value_channels = value_channels or hidden_size
         if key_channels % num_heads or value_channels % num_heads:
@@ -138,7 +143,7 @@ class MultiHeadAttention(common.Layer):
         self.key_depth = key_channels // num_heads
         self.value_depth = value_channels // num_heads
         dense = lambda units, n: keras.layers.Dense(  # noqa: E731
-            units, use_bias=False, kernel_initializer=common.clone_initializer(kernel_initializer),
+            units, use_bias=use_bias, kernel_initializer=common.clone_initializer(kernel_initializer),
             name=n
         )
         self.q = dense(key_channels, "q")
@@ -174,7 +179,8 @@ class MultiHeadAttention(common.Layer):
             raise ValueError("return_weights reads the attention of a whole sequence: not "
                              "with an incremental-decoding cache or beam slots.")
         q = self._split_heads(self.q(query), self.key_depth)
-        q *= tf.cast(self.key_depth**-0.5, q.dtype)
+        if self.scale_queries:
+            q *= tf.cast(self.key_depth**-0.5, q.dtype)
         if memory_kv is not None:
             k, v = memory_kv
         else:

@@ -172,15 +172,20 @@ def clone_initializer(init: Any) -> Any:
 
 
 def make_norm(hparams: views.NormHParams, name: str) -> keras.layers.Layer:
-    """The normalization layer hparams.norm_type names ("layer", "batch", "none")."""
+    """The normalization layer hparams.norm_type names ("layer", "batch", "rms", "none").
+
+    "rms": root-mean-square normalization with a scale and no centering or bias (T5's
+    layer norm): x / sqrt(mean(x^2) + norm_epsilon) * scale."""
     norm_type = hparams.norm_type
     if norm_type == "layer":
         return keras.layers.LayerNormalization(epsilon=hparams.norm_epsilon, name=name)
+    if norm_type == "rms":
+        return keras.layers.RMSNormalization(epsilon=hparams.norm_epsilon, name=name)
     if norm_type == "batch":
         return BatchNormalization(epsilon=hparams.norm_epsilon, name=name)
     if norm_type == "none":
         return keras.layers.Identity(name=name)
-    raise ValueError(f"Unknown norm_type {norm_type!r}: use layer, batch or none.")
+    raise ValueError(f"Unknown norm_type {norm_type!r}: use layer, batch, rms or none.")
 
 
 class PrePostProcess(Layer):

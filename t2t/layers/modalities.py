@@ -80,6 +80,11 @@ class Modality(common.Layer):
         raise NotImplementedError(f"{type(self).__name__} has no loss.")
 
 
+# hparams.multiply_softmax_input_mode: "rsqrt_depth" scales the body's output by
+# hidden_size**-0.5 before the softmax (T5 v1.0, whose softmax is its embedding).
+SOFTMAX_INPUT_MODES = ("none", "rsqrt_depth")
+
+
 class SymbolModality(Modality):
     """Token ids: an embedding matrix [V, H], optionally shared with the softmax."""
 
@@ -101,24 +106,44 @@ class SymbolModality(Modality):
                 initializer=keras.initializers.RandomNormal(0.0, self.hidden_size**-0.5),
             )
         self.symbol_dropout = hparams.symbol_dropout
+        # A bias on the logits (Marian's final_logits_bias), with hparams.softmax_bias.
+        self.softmax_bias = (
+            self.add_weight(name="softmax_bias", shape=(vocab_size,), initializer="zeros")
+            if with_softmax and hparams.get("softmax_bias", False) else None)
+        input_mode = hparams.get("multiply_softmax_input_mode", "none")
+        if input_mode not in SOFTMAX_INPUT_MODES:
+            raise ValueError(f"Unknown multiply_softmax_input_mode {input_mode!r}: use one of "
+                             f"{SOFTMAX_INPUT_MODES}.")
+        self.softmax_input_rsqrt_depth = input_mode == "rsqrt_depth"
+
+    def embed(self, ids: tf.Tensor) -> tf.Tensor:
+        """Embeddings of int `ids` [...] -> [..., H] (scaled by hparams.multiply_embedding_mode),
+        padding included: `bottom` zeroes id 0, this does not (T5's decoder starts from
+        the embedding of its pad id: hparams.decoder_start_embedding "pad")."""
+        out = tf.gather(tf.cast(self.embedding, self.compute_dtype), tf.cast(ids, tf.int32))
+        if self.hparams.multiply_embedding_mode == "sqrt_depth":
+            out *= tf.cast(self.hidden_size**0.5, out.dtype)
+        return out
 
     def bottom(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         ids = tf.cast(x, tf.int32)
         if training and self.symbol_dropout:
             keep = tf.random.uniform(tf.shape(ids)) >= self.symbol_dropout
             ids = tf.where(keep, ids, tf.zeros_like(ids))
-        embedding = tf.cast(self.embedding, self.compute_dtype)
-        out = tf.gather(embedding, ids)
-        if self.hparams.multiply_embedding_mode == "sqrt_depth":
-            out *= tf.cast(self.hidden_size**0.5, out.dtype)
+        out = self.embed(ids)
         # Padding positions embed to zero (Tensor2Tensor does the same).
         return out * tf.cast(tf.not_equal(ids, 0), out.dtype)[..., None]
 
     def top(self, body_output: tf.Tensor) -> tf.Tensor:
         weights = self.embedding if self.share_softmax else self.softmax_weights
+        if self.softmax_input_rsqrt_depth:  # T5 v1.0's tied softmax
+            body_output *= tf.cast(self.hidden_size**-0.5, body_output.dtype)
         # One 2-D matmul with hand-picked gradient layouts (t2t.layers.vocab_ops); an
         # einsum "...h,vh->...v" here had a gradient that built a [V, H, B, T] tensor.
-        return vocab_ops.logits_matmul(body_output, weights)
+        logits = vocab_ops.logits_matmul(body_output, weights)
+        if self.softmax_bias is not None:
+            logits += tf.cast(self.softmax_bias, logits.dtype)
+        return logits
 
     def loss(self, logits, targets, label_smoothing):
         targets = tf.cast(targets, tf.int32)

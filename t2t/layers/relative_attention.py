@@ -57,10 +57,11 @@ class RelativeMultiHeadAttention(attention.MultiHeadAttention):
     def __init__(self, hidden_size: int, num_heads: int, max_relative_position: int,
                  dropout: float = 0.0, kernel_initializer: Any = "glorot_uniform",
                  key_channels: int = 0, value_channels: int = 0, causal: bool = False,
-                 name: str | None = None):
+                 name: str | None = None, use_bias: bool = False, scale_queries: bool = True):
         super().__init__(hidden_size, num_heads, dropout=dropout,
                          kernel_initializer=kernel_initializer, key_channels=key_channels,
-                         value_channels=value_channels, name=name)
+                         value_channels=value_channels, name=name, use_bias=use_bias,
+                         scale_queries=scale_queries)
         if not max_relative_position or max_relative_position < 1:
             raise ValueError(
                 f"max_relative_position must be > 0 for relative self-attention, got "
@@ -101,7 +102,8 @@ class RelativeMultiHeadAttention(attention.MultiHeadAttention):
         if memory is not None or memory_kv is not None:
             raise ValueError("RelativeMultiHeadAttention is self-attention only (no memory).")
         q = self._split_heads(self.q(query), self.key_depth)
-        q *= tf.cast(self.key_depth**-0.5, q.dtype)
+        if self.scale_queries:
+            q *= tf.cast(self.key_depth**-0.5, q.dtype)
         k, v = self.project_memory(query)
         if bias is not None and bias.shape.rank == 4 and bias.shape[0] == 1:
             bias = bias[0]  # rank 3 broadcasts faster with oneDNN (see MultiHeadAttention)

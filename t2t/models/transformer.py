@@ -21,7 +21,15 @@ import tensorflow as tf
 from t2t import registry
 from t2t.features import Modality
 from t2t.hparams import views
-from t2t.layers import attention, common, ctc, feed_forward, positional, relative_attention
+from t2t.layers import (
+    attention,
+    common,
+    ctc,
+    feed_forward,
+    positional,
+    relative_attention,
+    relative_buckets,
+)
 from t2t.models import image_encoder, t2t_model
 from t2t.models.step_interface import ANCESTRY, SLOTS
 
@@ -75,6 +83,8 @@ def _attention(hparams: views.TransformerLayerHParams, name: str, kind: str = "d
         key_channels=hparams.attention_key_channels,
         value_channels=hparams.attention_value_channels,
         name=name,
+        use_bias=hparams.get("attention_use_bias", False),
+        scale_queries=hparams.get("attention_scale_queries", True),
     )
     if kind == "dot_product":
         return attention.MultiHeadAttention(**args)
@@ -89,11 +99,16 @@ def _self_attention(hparams: views.TransformerLayerHParams) -> attention.MultiHe
 
 
 def _ffn(hparams: views.TransformerLayerHParams) -> feed_forward.DenseReluDense:
-    if hparams.ffn_layer != "dense_relu_dense":
-        raise ValueError(f"Unsupported ffn_layer {hparams.ffn_layer!r}: t2t has dense_relu_dense.")
-    return feed_forward.DenseReluDense(
+    if hparams.ffn_layer not in feed_forward.FFN_LAYERS:
+        raise ValueError(f"Unsupported ffn_layer {hparams.ffn_layer!r}: use one of "
+                         f"{feed_forward.FFN_LAYERS}.")
+    layer = (feed_forward.DenseGatedDense if hparams.ffn_layer == "dense_gated_dense"
+             else feed_forward.DenseReluDense)
+    return layer(
         hparams.filter_size, hparams.hidden_size, hparams.relu_dropout,
         kernel_initializer=common.initializer(hparams), name="ffn",
+        activation_name=hparams.get("ffn_activation", "relu"),
+        use_bias=hparams.get("ffn_use_bias", True),
     )
 
 
@@ -144,17 +159,38 @@ class DecoderLayer(common.Layer):
         return x if cache is None else (x, cache)
 
 
+POSITION_KINDS = ("timing", "sinusoid", "relative_buckets", "none")  # hparams.pos (None: none)
+
+
 class Stack(common.Layer):
-    """Input dropout, N layers, and the final layer_preprocess (a norm when pre-norm)."""
+    """Input dropout, N layers, and the final layer_preprocess (a norm when pre-norm);
+    with hparams.pos "relative_buckets", the stack's relative position bias (T5: one
+    table per stack, shared by its layers' self-attention)."""
 
     def __init__(self, hparams: views.TransformerLayerHParams, layers: list[keras.layers.Layer],
-                 name: str):
+                 name: str, bidirectional: bool = True):
         super().__init__(name=name)
         self.stack_layers = layers
         self.input_dropout = common.Dropout(hparams.layer_prepostprocess_dropout)
         self.final = common.PrePostProcess(
             hparams.layer_preprocess_sequence.replace("a", ""), hparams, 0.0, "final"
         )
+        self.position_bias = None
+        if hparams.get("pos") == "relative_buckets":
+            self.position_bias = relative_buckets.RelativePositionBias(
+                hparams.num_heads, bidirectional,
+                hparams.get("relative_attention_num_buckets", 32),
+                hparams.get("relative_attention_max_distance", 128))
+
+    def self_attention_bias(self, length: tf.Tensor, positions: tf.Tensor | None = None
+                            ) -> tf.Tensor | float:
+        """The relative position bias [1|B, N, T, T] of T positions (per-example
+        `positions` [B, T] when packed), or 0.0 without one."""
+        if self.position_bias is None:
+            return 0.0
+        if positions is None:
+            return self.position_bias.for_length(length)
+        return self.position_bias(positions, positions)
 
 
 # The axes of the Transformer's weights by name (the layout splits them; a head's
@@ -162,14 +198,28 @@ class Stack(common.Layer):
 TRANSFORMER_WEIGHT_DIMENSIONS = (
     (r"symbol_modality/(weights|softmax)$", ("vocab", "d_model")),  # embeddings, softmax
     (r"/(q|k|v)/kernel$", ("d_model", "heads")),
+    (r"/(q|k|v)/bias$", ("heads",)),  # attention_use_bias (Marian)
     (r"/output_transform/kernel$", ("heads", "d_model")),
-    (r"/conv1/kernel$", ("d_model", "d_ff")),
+    (r"/output_transform/bias$", ("d_model",)),
+    (r"/conv1(_linear)?/kernel$", ("d_model", "d_ff")),  # _linear: dense_gated_dense
     (r"/conv1/bias$", ("d_ff",)),
     (r"/conv2/kernel$", ("d_ff", "d_model")),
-    (r"/norm/(gamma|beta)$", ("d_model",)),
+    (r"/norm/(gamma|beta|scale)$", ("d_model",)),  # scale: norm_type rms
     (r"/conv2/bias$", ("d_model",)),
+    (r"symbol_modality/softmax_bias$", ("vocab",)),
     (r"target_space_embedding/embeddings$", (None, "d_model")),
 )
+
+
+def check_position_hparams(hparams: views.TransformerHParams) -> None:
+    """ValueError naming a bad hparams.pos or decoder_start_embedding and the choices."""
+    pos = hparams.get("pos")  # a set without it fails where the model reads it, naming it
+    if (pos or "none") not in POSITION_KINDS:
+        raise ValueError(f"Unknown pos {pos!r}: use one of {POSITION_KINDS}.")
+    start = hparams.get("decoder_start_embedding", "zeros")
+    if start not in ("zeros", "pad"):
+        raise ValueError(f"Unknown decoder_start_embedding {start!r}: use 'zeros' "
+                         f"(Tensor2Tensor) or 'pad' (the embedding of id 0, T5).")
 
 
 @registry.register_model
@@ -177,7 +227,9 @@ class Transformer(t2t_model.T2TModel):
     """Encoder-decoder, decoder-only or encoder-only Transformer (see module doc)."""
 
     HPARAMS_VIEW = views.TransformerHParams
-    STRUCTURAL_HPARAMS = frozenset({"max_relative_position", "self_attention_type"})
+    STRUCTURAL_HPARAMS = frozenset({
+        "max_relative_position", "self_attention_type", "pos", "attention_use_bias",
+        "ffn_use_bias", "relative_attention_num_buckets"})
 
     WEIGHT_DIMENSIONS = TRANSFORMER_WEIGHT_DIMENSIONS
 
@@ -189,6 +241,7 @@ class Transformer(t2t_model.T2TModel):
         hp = self.hparams
         self.is_classifier = self.problem_hparams.is_classifier
         self.has_encoder = self.has_inputs
+        check_position_hparams(hp)
         if self.has_encoder:
             if self.problem_hparams.modality.get("inputs") == Modality.IMAGE:
                 self.image_encoder = image_encoder.ImageEncoder(hp)
@@ -200,7 +253,8 @@ class Transformer(t2t_model.T2TModel):
             )
         if not self.is_classifier:
             self.decoder = Stack(hp, [DecoderLayer(hp, self.has_encoder, f"layer_{i}")
-                                      for i in range(_layer_count(hp, "num_decoder_layers"))], "decoder")
+                                      for i in range(_layer_count(hp, "num_decoder_layers"))], "decoder",
+                                 bidirectional=False)
         ctc_weight = hp.get("ctc_loss_weight", 0.0)
         self.ctc = None
         if ctc_weight:
@@ -213,7 +267,6 @@ class Transformer(t2t_model.T2TModel):
     def encode(self, inputs: tf.Tensor, features: dict, training: bool) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """Embedded inputs [B, S, H] (or images [B, H, W, C] of an image problem) ->
         (encoder output [B, S, H], its bias, nonpadding [B, S])."""
-        hp = self.hparams
         if self.image_encoder is not None:
             inputs = self.image_encoder(inputs, training=training)
         nonpadding = attention.embedding_to_nonpadding(inputs)
@@ -227,41 +280,55 @@ class Transformer(t2t_model.T2TModel):
         if self.target_space_embedding is not None:
             space = tf.fill([1, 1], self.problem_hparams.target_space_id)
             x += tf.cast(self.target_space_embedding(space), x.dtype)
-        if hp.pos == "timing":
-            x = positional.add_timing_signal(x, features.get("inputs_position"))
+        positions = features.get("inputs_position")
+        x = self.add_position_signal(x, positions)
         x = self.encoder.input_dropout(x, training=training)
+        bias += self.encoder.self_attention_bias(tf.shape(x)[1], positions)
         for layer in self.encoder.stack_layers:
             x = layer(x, bias, training=training)
         x = self.encoder.final(x, training=training)
         return x, bias, nonpadding
 
-    # ------------------------------------------------------------ decoder
-    def shift_right(self, targets: tf.Tensor, features: dict) -> tf.Tensor:
-        """Embedded targets [B, T, H] shifted one step right (a zero vector first).
+    def add_position_signal(self, x: tf.Tensor, positions: tf.Tensor | None = None,
+                            start_index: int | tf.Tensor = 0) -> tf.Tensor:
+        """x [B, T, H] plus hparams.pos's signal ("timing", "sinusoid"); unchanged otherwise."""
+        kind = self.hparams.pos
+        if kind in positional.SIGNAL_KINDS:
+            return positional.add_timing_signal(x, positions, start_index, kind=kind)
+        return x
 
-        With packing, each example's first position gets the zero vector too."""
+    # ------------------------------------------------------------ decoder
+    def decoder_start(self, like: tf.Tensor) -> tf.Tensor:
+        """The first decoder input [1, 1, H] (dtype of `like`): zeros (Tensor2Tensor), or
+        with hparams.decoder_start_embedding "pad" the embedding of id 0 (T5)."""
+        if self.hparams.get("decoder_start_embedding", "zeros") == "pad":
+            return tf.cast(self.targets_modality.embed(tf.zeros([1, 1], tf.int32)), like.dtype)
+        return tf.zeros([1, 1, like.shape[-1]], like.dtype)
+
+    def shift_right(self, targets: tf.Tensor, features: dict) -> tf.Tensor:
+        """Embedded targets [B, T, H] shifted one step right (decoder_start first).
+
+        With packing, each example's first position gets the start vector too."""
         shifted = tf.pad(targets, [[0, 0], [1, 0], [0, 0]])[:, :-1, :]
         position = features.get("targets_position")
+        is_start = tf.equal(tf.range(tf.shape(shifted)[1]), 0)[None, :]
         if position is not None:
-            shifted *= tf.cast(tf.not_equal(position, 0), shifted.dtype)[..., None]
-        return shifted
+            is_start = tf.logical_or(is_start, tf.equal(position, 0))
+        return tf.where(is_start[..., None], self.decoder_start(shifted), shifted)
 
     def decoder_self_bias(self, length: tf.Tensor, features: dict) -> tf.Tensor:
         bias = attention.causal_bias(length)
         segment = features.get("targets_segmentation")
         if segment is not None:
             bias += attention.segment_bias(segment, segment)
-        return bias
+        return bias + self.decoder.self_attention_bias(length, features.get("targets_position"))
 
     def decode(self, decoder_input, memory, memory_bias, features, training,
                return_attention=False):
         """Shifted embedded targets [B, T, H] -> decoder output [B, T, H]; with
         `return_attention`, (output, encoder-decoder attention weights float32
         [B, layers, heads, T, S]): heat maps, no extra work otherwise."""
-        hp = self.hparams
-        x = decoder_input
-        if hp.pos == "timing":
-            x = positional.add_timing_signal(x, features.get("targets_position"))
+        x = self.add_position_signal(decoder_input, features.get("targets_position"))
         x = self.decoder.input_dropout(x, training=training)
         self_bias = self.decoder_self_bias(tf.shape(x)[1], features)
         weights = []
@@ -381,12 +448,14 @@ class Transformer(t2t_model.T2TModel):
         per token, attention over the cached keys/values instead of recomputing them."""
         modality = self.targets_modality
         x = modality.targets_bottom(previous_ids[:, None], training=False)  # [B, 1, H]
-        x = tf.where(index > 0, x, tf.zeros_like(x))  # the shifted-right start
-        if self.hparams.pos == "timing":
-            x = positional.add_timing_signal(x, start_index=index)
+        x = tf.where(index > 0, x, self.decoder_start(x))  # the shifted-right start
+        x = self.add_position_signal(x, start_index=index)
         slots = state[SLOTS]
         length = tf.shape(slots["layer_0"]["k"])[2]
         self_bias = attention.visible_bias(length, index)
+        if self.decoder.position_bias is not None:  # query `index` against the L cache slots
+            self_bias += self.decoder.position_bias(tf.reshape(index, [1, 1]),
+                                                    tf.range(length)[None])
         new_slots = {k: v for k, v in slots.items() if not k.startswith("layer_")}
         for i, layer in enumerate(self.decoder.stack_layers):
             cache = slots[f"layer_{i}"]

@@ -119,6 +119,14 @@ def check_model(model: Any, problem_name: str) -> str:
         ("pos", hp.pos, ("timing", "none", None)),
         ("attention_key_channels", hp.attention_key_channels, (0, hp.hidden_size)),
         ("attention_value_channels", hp.attention_value_channels, (0, hp.hidden_size)),
+        # the options of imported architectures (t2t-import) this converter does not map
+        ("attention_use_bias", hp.get("attention_use_bias", False), (False,)),
+        ("attention_scale_queries", hp.get("attention_scale_queries", True), (True,)),
+        ("ffn_activation", hp.get("ffn_activation", "relu"), ("relu",)),
+        ("softmax_bias", hp.get("softmax_bias", False), (False,)),
+        ("multiply_softmax_input_mode", hp.get("multiply_softmax_input_mode", "none"),
+         ("none",)),
+        ("decoder_start_embedding", hp.get("decoder_start_embedding", "zeros"), ("zeros",)),
     ]
     for name, value, allowed in checks:
         if value not in allowed:

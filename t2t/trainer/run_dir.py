@@ -142,6 +142,36 @@ def record_run(output_dir: str, run: dict[str, Any], hparams: HParams, *,
     _write_json(os.path.join(output_dir, HPARAMS_FILE), hparams.values())
 
 
+IMPORTED_KEY = "imported"  # run.json's record of a t2t-import (t2t.pretrained.import_run)
+
+
+def imported_checkpoint(output_dir: str, latest: str | None) -> dict[str, Any] | None:
+    """run.json's import record when `latest` (a checkpoint path or None) is the
+    checkpoint t2t-import wrote and no training has saved one since: the run starts
+    fine-tuning from those weights (on any problem), not resuming. None otherwise."""
+    if latest is None:
+        return None
+    run_path = os.path.join(output_dir, RUN_FILE)
+    imported = _read_json(run_path).get(IMPORTED_KEY) if os.path.exists(run_path) else None
+    if imported and os.path.basename(latest) == imported.get("checkpoint"):
+        return imported
+    return None
+
+
+def check_imported_vocab(imported: dict[str, Any], vocab_size: dict[str, int | None],
+                         problem_name: str, output_dir: str) -> None:
+    """IncompatibleRunError unless the problem's symbol vocabularies have the imported
+    model's size (its data was made with the imported vocabulary)."""
+    sizes = {feature: size for feature, size in vocab_size.items() if size is not None}
+    if any(size != imported["vocab_size"] for size in sizes.values()):
+        raise IncompatibleRunError(
+            f"{output_dir!r} holds a model imported from {imported.get('from')!r} with "
+            f"{imported['vocab_size']} ids, but {problem_name}'s vocabulary has {sizes}: make "
+            f"its data with the imported vocabulary, `t2t-datagen --problem={problem_name} "
+            f"--use_vocab_from={output_dir} --data_dir=NEW_DATA_DIR`, and train with "
+            f"--data_dir=NEW_DATA_DIR.")
+
+
 def read_run_record(output_dir: str) -> dict[str, Any]:
     """run.json's contents ({} when the run has none yet)."""
     path = os.path.join(output_dir, RUN_FILE)

@@ -163,7 +163,10 @@ class Trainer:
         import t2t
 
         teacher = self.config.teacher_dir
-        return {"problem": self.task.problem.name, "model": self.task.model_name,
+        imported = run_dir.read_run_record(self.output_dir).get(run_dir.IMPORTED_KEY) if (
+            os.path.exists(os.path.join(self.output_dir, run_dir.RUN_FILE))) else None
+        return {**({run_dir.IMPORTED_KEY: imported} if imported else {}),
+                "problem": self.task.problem.name, "model": self.task.model_name,
                 "data_dir": run_dir.absolute_path(self.task.data_dir),
                 **({"teacher_dir": run_dir.absolute_path(teacher)} if teacher else {}),
                 "problem_hparams": self.task.problem_hparams.to_dict(),
@@ -185,7 +188,7 @@ class Trainer:
         """Refuses an incompatible resume before anything is built (nothing is written)."""
         warnings = run_dir.check_and_record(
             self.output_dir, self._run_record, self.task.hparams,
-            has_checkpoint=self._latest_checkpoint() is not None,
+            has_checkpoint=self._latest_checkpoint() is not None and not self._imported(),
             record=False,  # recorded once the checkpoint has restored
             model_structural=registry.model(self.task.model_name).STRUCTURAL_HPARAMS,
         )
@@ -194,6 +197,12 @@ class Trainer:
 
     def _latest_checkpoint(self) -> str | None:
         return tf.train.latest_checkpoint(self.output_dir)
+
+    def _imported(self) -> dict[str, Any] | None:
+        """run.json's import record while the run holds only t2t-import's checkpoint."""
+        if self.config.resume_from:
+            return None
+        return run_dir.imported_checkpoint(self.output_dir, self._latest_checkpoint())
 
     def _checkpoints(self, model: Any, optimizer: Any) -> RunCheckpoints:
         task_type, index = self.runtime.task
@@ -206,6 +215,14 @@ class Trainer:
     def _restore(self) -> str | None:
         """Restores the latest checkpoint (or --resume_from's), or warm-starts; returns
         the checkpoint read."""
+        imported = self._imported()
+        if imported:  # t2t-import's weights: fine-tuning starts (a new optimizer, step 0)
+            run_dir.check_imported_vocab(imported, self.task.problem_hparams.vocab_size,
+                                         self.task.problem.name, self.output_dir)
+            read = self.checkpoints.warm_start(self._latest_checkpoint())
+            print(f"Fine-tuning the {imported.get('architecture')} imported from "
+                  f"{imported.get('from')} ({os.path.basename(read)}).", flush=True)
+            return None
         latest = self.checkpoints.resume_point(self.config.resume_from)
         if latest:
             self.checkpoints.restore(latest, self.task.model_name)

@@ -86,6 +86,7 @@ def test_a_resume_from_output_dir_alone_says_one_line(trained):
     assert run["data_dir"] == str(data_dir) and run["data_dir_given"] is True
 
 
+@pytest.mark.slow  # ~40 s; CI decodes with only --output_dir in tests/bin/test_t2t_import.py
 def test_decoder_and_exporter_need_only_output_dir(trained):
     root, _, _, output_dir, _ = trained
     inputs = root / "inputs.txt"

@@ -98,6 +98,7 @@ def test_the_decoder_transcribes_audio_paths_and_scores_wer(trained):
     assert 0.0 <= scores["wer"] and scores["error_rates"]["words"] == 8
 
 
+@pytest.mark.slow  # ~41 s; CI serves a WAV file to a speech export in tests/serving/test_page.py
 def test_the_export_transcribes_wav_bytes_like_the_decoder(trained, tmp_path):
     root, data_dir, output_dir = trained
     exported = run_binary("t2t-exporter", f"--output_dir={output_dir}", f"--data_dir={data_dir}",

@@ -100,6 +100,7 @@ def test_trains_on_t2t_files(trained):
     assert not list((root / "data").glob("*.model"))
 
 
+@pytest.mark.slow  # ~24 s; CI trains on the same T2T files (test_trains_on_t2t_files)
 def test_decodes_with_the_t2t_vocabulary(trained):
     root, common, encoder, _ = trained
     source = root / "source.txt"

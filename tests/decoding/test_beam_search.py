@@ -99,3 +99,26 @@ def test_infer_in_a_tf_function_with_dynamic_length(model):
 def test_bad_beam_arguments(model):
     with pytest.raises(ValueError, match="top_beams <= beam_size"):
         infer_lib.infer(model, {"inputs": tf.constant([[3, 1]])}, decode_length=3, beam_size=2, top_beams=3)
+
+
+def test_transformers_rule_keeps_only_eos_candidates_among_the_best_beams():
+    """beam_search_rule "transformers" (generate's): an EOS candidate counts as finished
+    only within the k best of the step's 2k candidates, and at the last position the k
+    best count, ended or cut. 2 beams, length 2: at step 0 EOS (0.15) is the 3rd
+    candidate, kept by t2t only; at step 1 the cut [3, 2] (0.18) is the 2nd best, kept by
+    transformers only."""
+    def run(rule):
+        ids, scores = beam_search.beam_search(
+            markov_step, {"dummy": tf.zeros([2, 1])}, tf.constant(1), 2, 2, VOCAB,
+            alpha=0.0, eos_id=EOS, top_beams=2, rule=rule)
+        return ([[int(t) for t in row if t] for row in ids.numpy()[0]],
+                np.exp(scores.numpy()[0]))
+
+    t2t, t2t_probabilities = run("t2t")
+    assert t2t == [[2, 1], [1]]
+    np.testing.assert_allclose(t2t_probabilities, [0.25, 0.15], rtol=1e-5)
+    transformers, probabilities = run("transformers")
+    assert transformers == [[2, 1], [3, 2]]
+    np.testing.assert_allclose(probabilities, [0.25, 0.18], rtol=1e-5)
+    with pytest.raises(ValueError, match="Unknown beam_search_rule 'hf'"):
+        run("hf")

@@ -86,6 +86,7 @@ def test_bad_model_sampling_hparams_name_the_value():
     ("shard_id=-1", "shard_id=-1 (need 0 <= shard_id < shards=1"),
     ("shards=0", "shards=0 (need >= 1)"),
     ("num_decodes=0", "num_decodes=0 (need >= 1)"),
+    ("beam_search_rule=hf", "beam_search_rule='hf' (use one of ('t2t', 'transformers'))"),
     ("delimiter=", "delimiter='' (need a separator"),
     ("delimiter=\\q", "delimiter=\\q: unknown escape \\q"),
 ])

@@ -29,6 +29,7 @@ BINARIES = {
     "t2t-tuner": "t2t.bin.t2t_tuner",
     "t2t-avg-all": "t2t.bin.t2t_avg_all",
     "t2t-translate-all": "t2t.bin.t2t_translate_all",
+    "t2t-import": "t2t.bin.t2t_import",
 }
 _FLAG_MODULES = (*BINARIES.values(), "t2t.bin.run_flags")
 

@@ -144,6 +144,7 @@ FAMILIES = {
     "image_transformer": (["imagetransformer", "image_transformer"], IMAGE_TARGETS),
     "transformer": (["transformer"], SEQ2SEQ),
     "transformer_relative": (["transformer"], SEQ2SEQ),
+    "pretrained": (["transformer"], SEQ2SEQ),
     "image_text": (["transformer"], CAPTIONS),
     "speech": (["transformer"], SPEECH),
     "transformer_moe": (["transformer_moe"], SEQ2SEQ),

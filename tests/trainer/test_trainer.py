@@ -133,6 +133,7 @@ def test_ctrl_c_and_sigterm_save_a_checkpoint(data_dir, tmp_path):
         or not callable(getattr(signal.getsignal(signal.SIGTERM), "__self__", None))
 
 
+@pytest.mark.slow  # ~47 s; tests/pretrained/test_finetune.py warm-starts a run in CI
 def test_warm_start_loads_weights_only(data_dir, tmp_path):
     first = _trainer(data_dir, tmp_path / "a", 10)
     first.train()

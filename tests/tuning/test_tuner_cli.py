@@ -99,6 +99,7 @@ def test_flag_errors(setup, tmp_path):
     assert not (unknown.traceback or misfit.traceback or bad_model.traceback)
 
 
+@pytest.mark.slow  # ~50 s on 2 cores (a real 2-trial study); test_study.py covers the study with a fake trainer
 def test_study_writes_table_best_hparams_and_plots(first_run):
     out, result = first_run
     assert "0 trial(s) already" in result.stdout

@@ -9,10 +9,16 @@ Import them as Tensor2Tensor did, from `text_problems` (with T2T's other text ba
 The vocabulary (SentencePiece "subword", "character", "byte" or a fixed "token" list)
 is built once from a bounded sample of the training text, saved in data_dir and
 reused when present. Every encoded sequence ends with EOS.
+
+An imported model's vocabulary replaces it, whatever vocab_type says, when
+`use_vocab_from` names an imported run (t2t-datagen --use_vocab_from=RUN) or data_dir
+already holds the problem's copy (`vocab.NAME.pretrained.json`, with its "inputs" and
+"targets" SentencePiece models; t2t.data.encoders.pretrained_vocab).
 """
 
 from __future__ import annotations
 
+import glob
 import itertools
 import os
 from collections.abc import Iterator
@@ -21,7 +27,8 @@ from typing import Any
 from absl import logging
 
 from t2t.data import problem
-from t2t.data.encoders import text_encoder
+from t2t.data.encoders import pretrained_vocab, text_encoder
+from t2t.data.generation import generator_utils
 from t2t.utils.lazy_import import lazy_module
 
 tf = lazy_module("tensorflow")
@@ -56,6 +63,11 @@ class TextProblem(problem.Problem):
     approx_vocab_size: int = 2**15  # SentencePiece pieces (an upper bound on tiny data)
     max_samples_for_vocab: int = 100_000  # texts read to build the vocabulary
     sentencepiece_model_type: str = "unigram"
+    # An imported run's folder (it holds vocab.pretrained.json, t2t-import's record): the
+    # texts are encoded with that model's vocabulary, copied into data_dir, whatever
+    # vocab_type says (t2t-datagen --use_vocab_from=RUN sets it). None: data_dir's copy
+    # if it holds one, else vocab_type's vocabulary.
+    use_vocab_from: str | None = None
 
     def generate_samples(self, data_dir: str, tmp_dir: str, dataset_split: str) -> Iterator[dict[str, Any]]:
         """Yields raw samples (strings, and a label for classification) of `dataset_split`
@@ -79,9 +91,100 @@ class TextProblem(problem.Problem):
 
     def _vocab(self, data_dir: str, tmp_dir: str) -> text_encoder.TextEncoder:
         """get_or_create_vocab, given `mirror` only if it declares it (T2T's override
-        takes (data_dir, tmp_dir, force_get=False))."""
+        takes (data_dir, tmp_dir, force_get=False)); an imported vocabulary first, past
+        overrides that know nothing of it."""
+        if self.uses_pretrained_vocab(data_dir):
+            return self._pretrained_text_encoder(self.pretrained_encoders(data_dir, create=True))
         return problem.call_with_mirror(self.get_or_create_vocab, data_dir, tmp_dir,
                                         mirror=self.data_mirror)
+
+    # ------------------------------------------------- an imported model's vocabulary
+    @property
+    def pretrained_vocab_prefix(self) -> str:
+        """The name of data_dir's copy of an imported vocabulary, without ".json"."""
+        return f"vocab.{self.dataset_filename()}.pretrained"
+
+    def uses_pretrained_vocab(self, data_dir: str | None) -> bool:
+        """Whether the vocabulary is an imported model's: `use_vocab_from` is set, or
+        data_dir holds this problem's copy."""
+        return bool(self.use_vocab_from) or (data_dir is not None and (
+            pretrained_vocab.has_pretrained_vocab(data_dir, self.pretrained_vocab_prefix)))
+
+    def pretrained_encoders(self, data_dir: str | None, *,
+                            create: bool = False) -> dict[str, text_encoder.SentencePieceEncoder]:
+        """{"inputs", "targets"}: the imported vocabulary's encoders, read from data_dir.
+        `create`: first copy `use_vocab_from`'s vocabulary there, refusing a data_dir
+        whose data another vocabulary encoded."""
+        if data_dir is None:
+            raise problem.DataMissingError(f"{self.name} reads its imported vocabulary from "
+                                           f"data_dir; pass data_dir.")
+        prefix = self.pretrained_vocab_prefix
+        if create and self.use_vocab_from:
+            self.check_pretrained_vocab_target(data_dir)
+            pretrained_vocab.copy_pretrained_vocab(os.path.expanduser(self.use_vocab_from),
+                                                   data_dir, prefix)
+        run = self.use_vocab_from or "RUN"
+        hint = (f"run `t2t-datagen --problem={self.name} --use_vocab_from={run} "
+                f"--data_dir={data_dir}` first")
+        try:
+            return pretrained_vocab.load_pretrained_encoders(data_dir, prefix, hint=hint)
+        except FileNotFoundError as e:
+            raise problem.DataMissingError(str(e)) from e
+
+    def check_pretrained_vocab_target(self, data_dir: str) -> None:
+        """Refuses (PretrainedVocabError, nothing changed) to put `use_vocab_from`'s
+        vocabulary into a data_dir whose shards of this problem another vocabulary
+        encoded: a different imported one, or vocab_type's (files listed)."""
+        source = os.path.expanduser(self.use_vocab_from or "")
+        prefix = self.pretrained_vocab_prefix
+        fix = "give a new --data_dir for the data encoded with the imported vocabulary"
+        if pretrained_vocab.has_pretrained_vocab(data_dir, prefix):
+            if not pretrained_vocab.same_pretrained_vocab(source, pretrained_vocab.RECORD_PREFIX,
+                                                          data_dir, prefix):
+                record = pretrained_vocab.record_path(data_dir, prefix)
+                raise pretrained_vocab.PretrainedVocabError(
+                    f"{self.name}: {record} is another imported vocabulary than "
+                    f"--use_vocab_from={self.use_vocab_from}'s and the data in {data_dir} "
+                    f"is encoded with it; {fix} (nothing was changed).")
+            return
+        name = self.dataset_filename()
+
+        def names(pattern: str) -> list[str]:
+            return sorted(os.path.basename(p) for p in glob.glob(os.path.join(data_dir, pattern)))
+
+        shards = [n for n in names(f"{name}-*") if generator_utils.is_shard_name(n)]
+        if not shards:
+            return
+        vocabs = names(f"vocab.{name}.*")
+        encoded_by = ", ".join(vocabs) or f"its {self.vocab_type} vocabulary"
+        more = f" and {len(shards) - 3} more" if len(shards) > 3 else ""
+        raise pretrained_vocab.PretrainedVocabError(
+            f"{self.name}: {data_dir} already holds its data ({', '.join(shards[:3])}{more}) "
+            f"encoded with another vocabulary ({encoded_by}); the imported vocabulary of "
+            f"--use_vocab_from={self.use_vocab_from} gives its ids other meanings: {fix} "
+            f"(nothing was changed).")
+
+    def _pretrained_text_encoder(self, encoders: dict[str, Any]) -> text_encoder.TextEncoder:
+        """The one encoder of a single-vocabulary caller (get_or_create_vocab): "inputs"
+        for problems with inputs text, else "targets" (language models, speech)."""
+        return encoders["inputs" if "inputs" in self.text_fields() else "targets"]
+
+    def generation_vocabs(self, data_dir: str, tmp_dir: str) -> dict[str, text_encoder.TextEncoder]:
+        """{"inputs", "targets"} to encode samples with while generating: an imported
+        model's two encoders (copied into data_dir first), or the problem's one
+        vocabulary (get_or_create_vocab) for both."""
+        if self.uses_pretrained_vocab(data_dir):
+            return self.pretrained_encoders(data_dir, create=True)
+        encoder = self._vocab(data_dir, tmp_dir)
+        return {"inputs": encoder, "targets": encoder}
+
+    def _loaded_vocabs(self, data_dir: str | None) -> dict[str, text_encoder.TextEncoder]:
+        """{"inputs", "targets"} from data_dir: an imported model's encoders, or the
+        problem's one vocabulary for both."""
+        if self.uses_pretrained_vocab(data_dir):
+            return self.pretrained_encoders(data_dir)
+        encoder = self._load_vocab(data_dir)
+        return {"inputs": encoder, "targets": encoder}
 
     def vocab_tokens(self) -> list[str]:
         """The fixed token list of a VOCAB_TOKEN problem."""
@@ -139,7 +242,12 @@ class TextProblem(problem.Problem):
 
     def get_or_create_vocab(self, data_dir: str, tmp_dir: str, force_get: bool = False, mirror: str | None = None) -> text_encoder.TextEncoder:
         """Loads the vocabulary from data_dir, building and saving it first if absent
-        (`force_get`: only load, as in Tensor2Tensor)."""
+        (`force_get`: only load, as in Tensor2Tensor). An imported vocabulary (see
+        `use_vocab_from`) is copied into data_dir instead; its "inputs" encoder is returned
+        (its "targets" one for problems without inputs text)."""
+        if self.uses_pretrained_vocab(data_dir):
+            encoders = self.pretrained_encoders(data_dir, create=not force_get)
+            return self._pretrained_text_encoder(encoders)
         if self.vocab_type not in VOCAB_TYPES:
             raise ValueError(f"{self.name}: unknown vocab_type {self.vocab_type!r}; use one of "
                              f"{VOCAB_TYPES} (or text_problems.VocabType.SUBWORD/CHARACTER/TOKEN).")
@@ -172,6 +280,8 @@ class TextProblem(problem.Problem):
             )
 
     def _load_vocab(self, data_dir: str | None) -> text_encoder.TextEncoder:
+        if self.uses_pretrained_vocab(data_dir):
+            return self._pretrained_text_encoder(self.pretrained_encoders(data_dir))
         if self.vocab_type == VOCAB_BYTE:
             return text_encoder.ByteTextEncoder()
         if self.vocab_type == VOCAB_TOKEN:
@@ -210,27 +320,45 @@ class TextProblem(problem.Problem):
         return encoder.encode(text) + [text_encoder.EOS_ID]
 
 
+def set_use_vocab_from(text_problem: problem.Problem, folder: str) -> None:
+    """Sets `text_problem.use_vocab_from` to the imported run `folder` (made absolute),
+    after reading its vocabulary (t2t-datagen and t2t-trainer --use_vocab_from).
+    ValueError for a problem that is not a TextProblem; FileNotFoundError or
+    PretrainedVocabError for a folder without a readable imported vocabulary."""
+    if not isinstance(text_problem, TextProblem):
+        raise ValueError(
+            f"--use_vocab_from={folder}: {text_problem.name} "
+            f"({type(text_problem).__name__}) is not a text problem; an imported vocabulary "
+            f"encodes the texts of Text2TextProblem, Text2SelfProblem and Text2ClassProblem "
+            f"problems.")
+    folder = os.path.abspath(os.path.expanduser(folder))
+    pretrained_vocab.load_pretrained_encoders(folder, hint=pretrained_vocab.IMPORTED_RUN_HINT)
+    text_problem.use_vocab_from = folder
+
+
 class Text2TextProblem(TextProblem):
-    """Sequence to sequence text; inputs and targets share one vocabulary."""
+    """Sequence to sequence text; inputs and targets share one vocabulary (an imported
+    one has a SentencePiece model for each, over one id space)."""
 
     def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
         samples = self._samples(data_dir, tmp_dir, dataset_split)  # T2T's order (see prepare)
-        encoder = self._vocab(data_dir, tmp_dir)
+        encoders = self.generation_vocabs(data_dir, tmp_dir)
         for sample in samples:
             yield {
-                "inputs": self._encode_text(encoder, self.inputs_prefix + sample["inputs"]),
-                "targets": self._encode_text(encoder, self.targets_prefix + sample["targets"]),
+                "inputs": self._encode_text(encoders["inputs"],
+                                            self.inputs_prefix + sample["inputs"]),
+                "targets": self._encode_text(encoders["targets"],
+                                             self.targets_prefix + sample["targets"]),
             }
 
     def build_encoders(self, data_dir):
-        encoder = self._load_vocab(data_dir)
-        return {"inputs": encoder, "targets": encoder}
+        return self._loaded_vocabs(data_dir)
 
     def problem_hparams(self, data_dir):
-        size = self.feature_encoders(data_dir)["targets"].vocab_size
+        encoders = self.feature_encoders(data_dir)
         return problem.ProblemHParams(
             modality={"inputs": problem.Modality.SYMBOL, "targets": problem.Modality.SYMBOL},
-            vocab_size={"inputs": size, "targets": size},
+            vocab_size={f: encoders[f].vocab_size for f in ("inputs", "targets")},
         )
 
 
@@ -248,7 +376,7 @@ class Text2SelfProblem(TextProblem):
             yield {"targets": self._encode_text(encoder, sample["targets"])}
 
     def build_encoders(self, data_dir):
-        return {"targets": self._load_vocab(data_dir)}
+        return {"targets": self._loaded_vocabs(data_dir)["targets"]}
 
     def example_reading_spec(self):
         return {"targets": tf.io.RaggedFeature(tf.int64)}, None  # T2T's (fields, decoders)
@@ -297,7 +425,7 @@ class Text2ClassProblem(TextProblem):
 
     def build_encoders(self, data_dir):
         return {
-            "inputs": self._load_vocab(data_dir),
+            "inputs": self._loaded_vocabs(data_dir)["inputs"],
             "targets": text_encoder.ClassLabelEncoder(self.class_labels(data_dir)),
         }
 

@@ -148,9 +148,10 @@ class _PrefixedText2Text(text_problems.Text2TextProblem):
         return True
 
     def generate_encoded_samples(self, data_dir, tmp_dir, dataset_split):
-        encoder = self._vocab(data_dir, tmp_dir)
+        vocabs = self.generation_vocabs(data_dir, tmp_dir)  # an imported model's: two
         return text2text_generate_encoded(
-            self._samples(data_dir, tmp_dir, dataset_split), encoder,
+            self._samples(data_dir, tmp_dir, dataset_split), vocabs["inputs"],
+            targets_vocab=vocabs["targets"],
             has_inputs=self.has_inputs, inputs_prefix=self.inputs_prefix,
             targets_prefix=self.targets_prefix)
 

@@ -37,7 +37,9 @@ setup(
         # t2t-serve: the HTTP server, TF Serving's gRPC API (its protos and stubs), metrics
         "serve": ["aiohttp>=3.9", "grpcio>=1.60", "tensorflow-serving-api>=2.16",
                   "prometheus-client>=0.20"],
-        "ctranslate2": ["ctranslate2>=4.0"],  # t2t-exporter --format=ctranslate2
+        "ctranslate2": ["ctranslate2>=4.0"],
+        # the docs site: mkdocs build / serve, the Material theme, the Python API pages
+        "docs": ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings-python>=1.10"],  # t2t-exporter --format=ctranslate2
         # t2t-import: safetensors reads the weights; torch reads pytorch_model.bin;
         # transformers makes the reference models of the equality tests
         "import": ["safetensors>=0.4", "torch>=2.1", "transformers>=4.40"],

@@ -108,10 +108,30 @@ def cmd_run(args: argparse.Namespace, cases: Sequence[Case], registered: Registe
     return run_cases(run, selected)
 
 
+def gated_cases_table(cases: Sequence[Case]) -> str:
+    """The cases that need hardware a 2-core CPU lacks (GPUs): each with its band and where
+    the band comes from; they are SKIP wherever that hardware is not given."""
+    gated = [case for case in cases if case.hardware != CPU_2CORE]
+    if not gated:
+        return ""
+    lines = ["Cases that need GPUs (SKIP here; `python -m regression run --case NAME "
+             "--hardware=HW` runs one where that hardware is):", "",
+             "| case | hardware | problem | model / hparams_set | steps | metric | band | "
+             "source of the band | result |", "|---|---|---|---|---:|---|---|---|---|"]
+    for case in gated:
+        cells = [case.name, case.hardware, case.problem, f"{case.model} / {case.hparams_set}",
+                 str(case.train_steps), case.metric, f"[{case.band[0]:.2f}, {case.band[1]:.2f}]",
+                 " ".join(case.measured_on.split()), f"SKIP: needs {case.hardware}"]
+        lines.append("| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
 def cmd_readme(args: argparse.Namespace, cases: Sequence[Case]) -> int:
     paths = report_paths(args.report or [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)])
     block = markdown_table(merge_reports([read_report(path) for path in paths],
                                          order=[case.name for case in cases]))
+    gated = gated_cases_table(cases)
+    block += f"\n\n{gated}" if gated else ""
     if not args.write:
         print(block)
         return 0

@@ -112,8 +112,8 @@ def _instead(relative: str) -> str:
     for key, advice in INSTEAD.items():
         if relative == key or relative.startswith(key + "."):
             return advice
-    return ("see the mapping table in README.md, 'Coming from Tensor2Tensor', for what "
-            "each Tensor2Tensor module is in t2t")
+    return ("see the mapping table in docs/how-to/coming-from-t2t.md for what each "
+            "Tensor2Tensor module is in t2t")
 
 
 class _AliasModule(types.ModuleType):
@@ -126,7 +126,7 @@ class _AliasModule(types.ModuleType):
         # What Python's "cannot import name X from M (...)" shows for a missing name.
         self.__dict__["__file__"] = (
             f"t2t's stand-in for {', '.join(t.__name__ for t in targets)}; what each "
-            f"Tensor2Tensor module is in t2t: README.md, Coming from Tensor2Tensor")
+            f"Tensor2Tensor module is in t2t: docs/how-to/coming-from-t2t.md")
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):

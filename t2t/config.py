@@ -90,8 +90,8 @@ class TrainerConfig:
     train_steps: int = setting(1000, "Total training steps (the run's last step).")
     eval_steps: int = setting(100, "Batches per evaluation; <= 0 for the whole split.")
     eval_split: str = setting("dev", "The split evaluations read: one of the problem's "
-                              "splits (typically train, dev, test; the README's problem "
-                              "table lists them). "
+                              "splits (typically train, dev, test; the docs' problem "
+                              "reference lists them). "
                               "A split other than dev records its results apart "
                               "(eval_SPLIT/, eval_results_SPLIT.jsonl).")
     local_eval_frequency: int = setting(1000, "Evaluate every this many steps.")

@@ -11,6 +11,7 @@ first. Any order stays correct: this only packs the two workers better.
 from __future__ import annotations
 
 LONGEST_FIRST = (  # from `--durations=0` of a fresh-clone CI run (2026-11-27)
+    "tests/docsite/test_docs_commands.py",  # #53: every docs page's commands, in order
     "tests/regression/test_cases_converge.py",
     "tests/parallel/test_mesh_training.py",  # ~9 min of mesh runs (#47: dropout on, 2 layouts)
     "tests/trainer/test_distributed.py",
@@ -51,3 +52,21 @@ def pytest_collection_modifyitems(session, config, items) -> None:
         return rank.get(item.nodeid.split("::", 1)[0], len(rank))
 
     items.sort(key=module_rank)  # stable: the order within a rank is pytest's
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """After a run that collected the docs command test: how many marked command blocks
+    the docs have and how CI runs them (docsite.blocks)."""
+    if not any("tests/docsite/test_docs_commands.py" in str(arg) or str(arg) in ("tests", ".")
+               for arg in config.args) and config.args:
+        return
+    try:
+        from docsite import __main__ as docsite_cli
+        from docsite import blocks, runner
+    except ImportError:
+        return
+    try:
+        line = docsite_cli.count_line(blocks.all_blocks(runner.REPO / "docs"))
+    except blocks.MarkerError as e:
+        line = f"docs commands: cannot count: {e}"
+    terminalreporter.write_line(line)

@@ -94,7 +94,7 @@ def test_missing_module_says_what_to_use():
         importlib.import_module("tensor2tensor.utils.trainer_lib")
     with pytest.raises(ImportError, match="console scripts"):
         importlib.import_module("tensor2tensor.bin.t2t_trainer")
-    with pytest.raises(ImportError, match="Coming from Tensor2Tensor"):
+    with pytest.raises(ImportError, match="docs/how-to/coming-from-t2t.md"):
         importlib.import_module("tensor2tensor.utils.no_such_module")
 
 
@@ -104,7 +104,7 @@ def test_missing_name_says_so_in_both_import_styles():
     with pytest.raises(AttributeError, match=r"common_layers\.shape_list is not in t2t.*T2TModel"):
         common_layers.shape_list  # noqa: B018
     with pytest.raises(ImportError, match=r"shape_list.*stand-in for t2t.layers.common.*"
-                                          r"Coming from Tensor2Tensor"):
+                                          r"docs/how-to/coming-from-t2t.md"):
         exec("from tensor2tensor.layers.common_layers import shape_list", {})
     # An AttributeError: probing works.
     assert not hasattr(common_layers, "shape_list") and not hasattr(common_layers, "__wrapped__")

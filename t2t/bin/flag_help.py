@@ -45,6 +45,9 @@ CONFIG_GROUPS = {
 GROUP_ORDER = ("Problem, model and run", "Data", "Training", "Distribution and devices",
                "Decoding", "Export", "Tuning", "Input pipeline", OTHER, GENERAL)
 
+VERBOSITY_HELP = ("Logging verbosity: 0 (the default) shows t2t's progress, warnings and "
+                  "errors; 1 adds debug lines and, where TensorFlow runs, its start-up and "
+                  "INFO lines.")
 _groups: dict[str, str] = {}  # flag name -> group, explicit declarations
 
 
@@ -116,10 +119,7 @@ def _flag_title(flag: flags.Flag) -> str:
 
 def _description(flag: flags.Flag, aliases: list[str]) -> str:
     help_text = _ABSL_MULTI_SUFFIX.sub("", _ABSL_ENUM_PREFIX.sub("", flag.help or ""))
-    text = ("Logging verbosity: 0 (the default) shows t2t's progress, warnings and "
-            "errors; 1 adds debug lines and, where TensorFlow runs, its start-up and INFO "
-            "lines."
-            if flag.name == "verbosity" else first_sentence(help_text))
+    text = VERBOSITY_HELP if flag.name == "verbosity" else first_sentence(help_text)
     if _ABSL_MULTI_SUFFIX.search(flag.help or ""):
         text += " (repeatable)"
     if aliases:
@@ -171,12 +171,54 @@ def help_text(doc: str | None, program: str | None = None, width: int | None = N
     return "\n".join(lines).lstrip("\n") + "\n"
 
 
+def _markdown_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def markdown_reference(doc: str | None, program: str, hidden: tuple[str, ...] = ()) -> str:
+    """The binary's flags as a markdown reference section (`--helpmarkdown`, for the docs
+    site): its docstring's first paragraph, then per --help group a table of each flag,
+    its default and its whole description."""
+    by_group: dict[str, list[flags.Flag]] = {}
+    own = [flag for flag in _own_flags() if flag.name not in hidden]
+    for flag in own:
+        if not _ALIAS_HELP.match(flag.help or ""):
+            by_group.setdefault(group_of(flag.name), []).append(flag)
+    aliases: dict[str, list[str]] = {}
+    for flag in own:
+        alias_of = _ALIAS_HELP.match(flag.help or "")
+        if alias_of:
+            aliases.setdefault(alias_of[1], []).append(flag.name)
+    order = [g for g in GROUP_ORDER if g in by_group] + [
+        g for g in by_group if g not in GROUP_ORDER]
+    summary = (doc or "").strip().split("\n\n")[0]
+    lines = [f"## {program}", "", _markdown_cell(summary)]
+    for title in order:
+        lines += ["", f"### {program}: {title}", "", "| flag | default | description |",
+                  "|---|---|---|"]
+        for flag in sorted(by_group[title], key=lambda f: f.name):
+            default = None if flag.name == "verbosity" else flag.default
+            shown = ("" if default is None or default == "" or default == [] else
+                     str(default).lower() if isinstance(default, bool) else str(default))
+            help_text_ = VERBOSITY_HELP if flag.name == "verbosity" else _ABSL_MULTI_SUFFIX.sub(
+                "", _ABSL_ENUM_PREFIX.sub("", flag.help or ""))
+            if aliases.get(flag.name):
+                help_text_ += f" (also {', '.join('--' + a for a in sorted(aliases[flag.name]))})"
+            lines.append(f"| `{_flag_title(flag)}` | {f'`{_markdown_cell(shown)}`' if shown else ''} "
+                         f"| {_markdown_cell(help_text_)} |")
+    return "\n".join(lines) + "\n"
+
+
 def _parse_flags(doc: str | None, argv: list[str], hidden: tuple[str, ...] = ()) -> list[str]:
-    """absl's flag parsing, with t2t's --help first, and the shared flags the binary
-    accepts (t2t_flag_compat) defined before and noted after."""
+    """absl's flag parsing, with t2t's --help (and --helpmarkdown, the docs site's flag
+    reference) first, and the shared flags the binary accepts (t2t_flag_compat) defined
+    before and noted after."""
     for arg in argv[1:]:
         if arg == "--":
             break
+        if arg == "--helpmarkdown":
+            sys.stdout.write(markdown_reference(doc, os.path.basename(argv[0]), hidden))
+            sys.exit(0)
         if HELP_ARG.match(arg):
             sys.stdout.write(help_text(doc, argv[0], hidden=hidden))
             sys.exit(0)

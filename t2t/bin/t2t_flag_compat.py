@@ -14,7 +14,8 @@ prints one line on stderr for each of them the user gave:
 
 Defining them at parse time, not import, lets a process import several binaries
 (absl refuses a flag defined twice). `python -m t2t.bin.t2t_flag_compat --write
-README.md` writes the README's table of `T2T_FLAGS` between its t2t-flags markers.
+docs/how-to/coming-from-t2t.md` writes the table of `T2T_FLAGS` between its t2t-flags
+markers (`python -m docsite reference` writes every generated block).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ The data path, in the order it runs (`t2t-datagen`, then `t2t-trainer`):
   pipeline/    the input pipeline: decode, subword sampling, length filter and its report,
                bucketing and batching
   tfds/        any TensorFlow Datasets data set as a problem (`tfds_<name>`)
-  inspection/  reading prepared data back: statistics, train/eval overlap, the README catalog
+  inspection/  reading prepared data back: statistics, train/eval overlap, the docs' problem catalog
 
 multi_problem.py (several problems as one, "a+b") and synthetic_pairs.py (pairs made by a
 model: "distilled:P", "backtranslated:P") combine registered problems. The data sets

@@ -59,7 +59,7 @@ def read_pairs(inputs_path: str, targets_path: str) -> Iterator[tuple[str, str]]
     for path in (inputs_path, targets_path):
         if not os.path.isfile(path):
             raise SyntheticPairsError(f"{path} does not exist: write it first (see "
-                                      f"t2t.data.synthetic_pairs or the README).")
+                                      f"t2t.data.synthetic_pairs or docs/how-to/distillation.md).")
     counts = [sum(1 for _ in _lines(p)) for p in (inputs_path, targets_path)]
     if counts[0] != counts[1]:
         raise SyntheticPairsError(

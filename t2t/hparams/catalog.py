@@ -1,7 +1,7 @@
-"""The README's table of registered hparams sets, generated from the registry.
+"""The docs' table of registered hparams sets, generated from the registry.
 
     python -m t2t.hparams.catalog            # print the markdown table
-    python -m t2t.hparams.catalog --write README.md   # replace the marked block
+    python -m t2t.hparams.catalog --write docs/reference/models.md   # replace the marked block
 
 One row per module that registers sets (its family), with the module docstring's first
 line; a set whose docstring starts with "A t2t addition" is named in its row as such.
@@ -66,7 +66,7 @@ def replace_block(text: str, block: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: print the hparams table, or write it into a README."""
+    """The command line: print the hparams table, or write it into a docs page."""
     doc = (__doc__ or "").split("\n")[0]
     return readme_tables.run_cli(argv, doc, markdown_table, BEGIN, END)
 

@@ -7,7 +7,7 @@ One table, `T2T_HPARAMS`, read by:
   T2T trained, or accepted with one warning line when it only changed speed, memory or
   logging. Both lines say what to use instead. Reading a missing name says the same.
 - the trainer: `activation_dtype` selects mixed precision (`mixed_precision`).
-- the README: `python -m t2t.hparams.t2t_names --write README.md` writes the table
+- the docs: `python -m t2t.hparams.t2t_names --write docs/how-to/coming-from-t2t.md` (or `python -m docsite reference`) writes the table
   between its t2t-hparams markers.
 
 Names of Tensor2Tensor v1.15's basic_params1 and transformer_base_v1 that t2t's sets

@@ -204,18 +204,28 @@ def _method(store: ModelStore, api: str,
     return grpc.unary_unary_rpc_method_handler(handle)
 
 
-def handlers(store: ModelStore, max_request_bytes: int) -> list[grpc.GenericRpcHandler]:
-    """PredictionService and ModelService as generic handlers over `store`."""
-    services = Services(store, max_request_bytes)
+UNIMPLEMENTED_METHODS = ("Classify", "Regress", "MultiInference")  # PredictionService's
+
+
+def method_table(store: ModelStore | None, max_request_bytes: int
+                 ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+    """Service name -> method name -> handler: what the server offers (the docs site's
+    API reference lists these names)."""
+    services = Services(store, max_request_bytes)  # type: ignore[arg-type]
     prediction = {"Predict": _method(store, "grpc_predict", services.predict),
                   "GetModelMetadata": _method(store, "grpc_metadata", services.metadata)}
-    for method in ("Classify", "Regress", "MultiInference"):
+    for method in UNIMPLEMENTED_METHODS:
         prediction[method] = _method(store, "grpc_" + method.lower(), _unimplemented(method))
     model = {"GetModelStatus": _method(store, "grpc_status", services.status),
              "HandleReloadConfigRequest": _method(store, "grpc_reload_config",
                                                   services.reload_config)}
-    return [grpc.method_handlers_generic_handler(PREDICTION_SERVICE, prediction),
-            grpc.method_handlers_generic_handler(MODEL_SERVICE, model)]
+    return {PREDICTION_SERVICE: prediction, MODEL_SERVICE: model}
+
+
+def handlers(store: ModelStore, max_request_bytes: int) -> list[grpc.GenericRpcHandler]:
+    """PredictionService and ModelService as generic handlers over `store`."""
+    return [grpc.method_handlers_generic_handler(service, methods)
+            for service, methods in method_table(store, max_request_bytes).items()]
 
 
 def build_server(store: ModelStore, options: GrpcOptions,

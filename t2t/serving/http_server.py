@@ -103,6 +103,9 @@ def _parse_model_path(tail: str) -> tuple[str, int | None, str | None, str]:
 
 
 async def _model_get(request: web.Request) -> web.Response:
+    """GET /v1/models/NAME[/versions/N|/labels/LABEL][/metadata]: the model's version
+    status (TF Serving's GetModelStatus; `?stats` adds batching statistics), or with
+    /metadata its signatures (GetModelMetadata)."""
     store = request.app[STORE_KEY]
     tail = request.match_info["tail"]
     labels = note_request(request, "rest_metadata" if tail.endswith("/metadata")
@@ -137,6 +140,9 @@ async def _model_get(request: web.Request) -> web.Response:
 
 
 async def _model_post(request: web.Request) -> web.Response:
+    """POST /v1/models/NAME[/versions/N|/labels/LABEL]:predict (TF Serving's REST
+    Predict: {"instances": [...]} or {"inputs": ...}), or :generateStream for a language
+    model's tokens as server-sent events."""
     store = request.app[STORE_KEY]
     labels = note_request(request, "rest_predict")
     name, version, label, rest = _parse_model_path(request.match_info["tail"])
@@ -176,6 +182,7 @@ def _public(value: Any) -> Any:
 
 
 async def _models(request: web.Request) -> web.Response:
+    """GET /v1/models: every served model, its versions, policy and labels."""
     store = request.app[STORE_KEY]
     # No base_path (TF Serving's config has one): clients never see the server's folders.
     return _json({"models": [{"name": m.name, "model_version_status": m.status(),
@@ -186,6 +193,8 @@ async def _models(request: web.Request) -> web.Response:
 
 
 async def _healthz(request: web.Request) -> web.Response:
+    """GET /healthz: 200 with the loaded versions while serving, 503 while shutting
+    down."""
     if request.app[STATE_KEY]["shutting_down"]:
         return _json({"status": "shutting down"}, 503)
     store = request.app[STORE_KEY]

@@ -363,13 +363,16 @@ class OpenInferenceApi:
         return model.resolve(version)
 
     async def server_metadata(self, request: web.Request) -> web.Response:
+        """GET /v2: the server's name, version and extensions (KServe V2)."""
         note_request(request, "v2_metadata")
         return _json({"name": SERVER_NAME, "version": t2t.__version__, "extensions": []})
 
     async def live(self, request: web.Request) -> web.Response:
+        """GET /v2/health/live: the process is up."""
         return _json({"live": True})
 
     async def ready(self, request: web.Request) -> web.Response:
+        """GET /v2/health/ready: every model has a loaded version (503 otherwise)."""
         if self.shutting_down():
             return _json({"ready": False, "error": "the server is shutting down"}, 503)
         ready, reasons = self.store.ready()
@@ -378,6 +381,7 @@ class OpenInferenceApi:
         return _json({"ready": True})
 
     async def model_ready(self, request: web.Request) -> web.Response:
+        """GET /v2/models/NAME[/versions/N]/ready: that model (version) can answer."""
         labels = note_request(request, "v2_model_ready")
         model = self.store.model(request.match_info["name"])
         labels.model = model.name
@@ -399,6 +403,8 @@ class OpenInferenceApi:
         return _json({"name": model.name, "ready": True})
 
     async def model_metadata(self, request: web.Request) -> web.Response:
+        """GET /v2/models/NAME[/versions/N]: its inputs and outputs (names, types,
+        shapes)."""
         labels = note_request(request, "v2_metadata")
         model = self.store.model(request.match_info["name"])
         labels.model = model.name
@@ -412,6 +418,7 @@ class OpenInferenceApi:
         return _json(model_metadata(model, servable.signatures[name]))
 
     async def infer(self, request: web.Request) -> web.Response:
+        """POST /v2/models/NAME[/versions/N]/infer: KServe V2 inference (JSON tensors)."""
         labels = note_request(request, "v2_infer")
         if self.shutting_down():
             raise RequestError("the server is shutting down", 503)

@@ -50,8 +50,14 @@ class BestCheckpoints:
         self.kept: list[dict[str, Any]] = []
         self.notes: list[str] = []  # what resuming did to an earlier record (to print)
         record = read_record(output_dir)
-        if record and (record.get("metric"), record.get("split", run_dir.DEV_SPLIT)) == (
-                metric, split):
+        recorded_split = record.get("split", run_dir.DEV_SPLIT) if record else split
+        if record and recorded_split != split:
+            # Evaluating another split (`--schedule=evaluate --eval_split=test`) must not
+            # pick checkpoints by that split: best/ stays as training chose it.
+            self.keep = 0
+            self.notes.append(f"{BEST_DIR}/ keeps the best by {record.get('metric')} on "
+                              f"{recorded_split}; evaluations of {split} do not change it.")
+        elif record and record.get("metric") == metric:
             self.kept = [c for c in record.get("checkpoints", [])
                          if os.path.exists(os.path.join(output_dir, c["path"]) + ".index")]
         elif record and os.path.isdir(self.folder):

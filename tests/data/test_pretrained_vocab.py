@@ -18,14 +18,14 @@ import pytest
 
 from t2t.data.encoders import pretrained_vocab
 from t2t.data.encoders.sentencepiece_encoder import SentencePieceEncoder
+from tests.helpers import docs_text
 
 VOCAB_SIZE = 300
-README = Path(__file__).resolve().parents[2] / "README.md"
 GERMAN_CATALOGS = "/usr/share/locale/de/LC_MESSAGES"
 
 
 def parallel_text(limit: int = 600) -> list[tuple[str, str]]:
-    """(English, German) gettext messages, else consecutive README.md lines: real text."""
+    """(English, German) gettext messages, else consecutive lines of the docs: real text."""
     from t2t.problems.translation import translate_gettext
 
     try:
@@ -33,7 +33,7 @@ def parallel_text(limit: int = 600) -> list[tuple[str, str]]:
     except FileNotFoundError:
         pairs = []
     if len(pairs) < limit:
-        lines = [line.strip() for line in README.read_text(encoding="utf-8").splitlines()]
+        lines = [line.strip() for line in docs_text.docs_text().splitlines()]
         lines = [line for line in lines if len(line.split()) >= 4]
         pairs = list(zip(lines[0::2], lines[1::2], strict=False))[:limit]
     return pairs

@@ -37,10 +37,10 @@ def test_replace_block_uses_the_hparams_markers():
 
 
 def test_readme_block_is_up_to_date():
-    with open("README.md", encoding="utf-8") as f:
+    with open("docs/reference/models.md", encoding="utf-8") as f:
         readme = f.read()
     assert catalog.replace_block(readme, catalog.markdown_table()) == readme, (
-        "README.md's hparams sets table is stale: run python -m t2t.hparams.catalog --write README.md")
+        "docs/reference/models.md's hparams sets table is stale: run python -m docsite reference")
 
 
 def test_sets_registered_outside_the_library_stay_out_of_the_table():

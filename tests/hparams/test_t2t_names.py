@@ -184,15 +184,15 @@ def test_readme_lists_each_t2t_hparam_t2t_maps_or_lacks():
     assert table.count("\n| `") == len(T2T_HPARAMS)
     assert ("| `scheduled_sampling_prob` | not in t2t; a value other than `0.0` is an error: "
             "t2t trains with teacher forcing only (no scheduled sampling) |") in table
-    with open("README.md", encoding="utf-8") as f:
+    with open("docs/how-to/coming-from-t2t.md", encoding="utf-8") as f:
         readme = f.read()
     assert readme.count(t2t_names.BEGIN) == 1, (
-        f"README.md lacks the table of Tensor2Tensor hparams: add the lines "
+        f"docs/how-to/coming-from-t2t.md lacks the table of Tensor2Tensor hparams: add the lines "
         f"{t2t_names.BEGIN} and {t2t_names.END}, then run "
-        f"python -m t2t.hparams.t2t_names --write README.md")
+        f"python -m docsite reference")
     block = readme.split(t2t_names.BEGIN + "\n", 1)[1].split("\n" + t2t_names.END, 1)[0]
-    assert block == table, ("README.md's table of Tensor2Tensor hparams is stale: run "
-                            "python -m t2t.hparams.t2t_names --write README.md")
+    assert block == table, ("docs/how-to/coming-from-t2t.md's table of Tensor2Tensor hparams is stale: "
+                            "run python -m docsite reference")
 
 
 def test_the_flags_the_table_cites_exist():

@@ -567,9 +567,9 @@ def test_empty_block_and_the_projects_readme(tmp_path):
     empty = f"# R\n\n{report_lib.BEGIN_MARKER}\n{report_lib.END_MARKER}\n\n## Next\n"
     assert report_lib.replace_block(empty, "| a |\n") == (
         f"# R\n\n{report_lib.BEGIN_MARKER}\n| a |\n{report_lib.END_MARKER}\n\n## Next\n")
-    # The top-level README keeps exactly one results block for `readme --write README.md`.
+    # The docs' results page keeps exactly one results block for `readme --write PAGE`.
     root = os.path.dirname(os.path.dirname(os.path.abspath(runner.__file__)))
-    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(root, "docs", "results", "regression.md"), encoding="utf-8") as f:
         text = f.read()
     assert "| a |" in report_lib.replace_block(text, "| a |")
 
@@ -616,7 +616,8 @@ def test_a_folder_of_reports_makes_one_table_with_each_runs_date(tmp_path, capsy
     assert len(good) == 1 and good[0].endswith("| 2026-11-25 | new5678 |")
     assert any(line.startswith("| low |") and line.endswith("| 2026-11-20 | old1234 |")
                for line in table.splitlines())
-    assert table.rstrip().endswith("Note on the run of 2026-11-20: rebuilt from a table")
+    assert table.split("\n\nCases that need GPUs")[0].rstrip().endswith(
+        "Note on the run of 2026-11-20: rebuilt from a table")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert runner.main(["readme", "--report", str(empty)]) == 2
@@ -742,3 +743,16 @@ def test_a_split_evaluated_after_training_against_a_baseline(tmp_path, capsys, m
         "bad: metric 'test_accuracy' needs eval_split_after='test'",
         "bad: unknown baseline 'zip' (known: xz_bits_per_byte)"]
     capsys.readouterr()
+
+
+def test_the_results_block_lists_every_gpu_gated_case_with_band_source_and_skip():
+    from regression.runner import gated_cases_table
+
+    table = gated_cases_table(CASES)
+    gated = [case for case in CASES if case.hardware != "cpu-2core"]
+    assert len(gated) >= 5
+    for case in gated:
+        row = next(line for line in table.splitlines() if line.startswith(f"| {case.name} |"))
+        assert f"[{case.band[0]:.2f}, {case.band[1]:.2f}]" in row
+        assert row.endswith(f"| SKIP: needs {case.hardware} |")
+    assert gated_cases_table([c for c in CASES if c.hardware == "cpu-2core"]) == ""

@@ -1,7 +1,7 @@
 """CTranslate2 export (t2t-exporter --format=ctranslate2): a trained transformer's weights
 mapped so that CTranslate2 decodes real dev inputs as t2t's Decoder does (encoder-decoder
 and decoder-only, greedy and beam, one input at a time and batched), the parity gate
-deleting an export that differs, int8's agreement and speed printed, the README snippet,
+deleting an export that differs, int8's agreement and speed printed, the docs snippet,
 refusals and bad flags."""
 
 import contextlib
@@ -24,11 +24,11 @@ from t2t.decoding import decoder as decoder_lib
 from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
 from t2t.serving import ctranslate2_export, ctranslate2_parity, parity_core
+from tests.helpers import docs_text
 from tests.helpers.runs import trained_transformer_run
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 PROBLEM = "algorithmic_reverse_binary40_test"
 HPARAMS = "batch_size=256,learning_rate_warmup_steps=100,learning_rate=0.4"
 EXAMPLES = 12
@@ -138,9 +138,8 @@ def test_int8_speed_is_measured(reversal, float32_export):
 
 # ------------------------------------------------------------ language model
 def _real_text_corpus(folder: pathlib.Path) -> None:
-    """Paragraphs of this project's README (real English) as a few text files."""
-    paragraphs = [p.strip() for p in README.read_text(encoding="utf-8").split("\n\n")
-                  if len(p.strip()) > 200 and not p.lstrip().startswith(("|", "```", "#"))]
+    """Paragraphs of this project's documentation (real English) as a few text files."""
+    paragraphs = docs_text.prose_paragraphs()
     folder.mkdir(parents=True)
     for i in range(6):
         (folder / f"doc{i:02d}.txt").write_text("\n".join(paragraphs[i::6][:3]), encoding="utf-8")
@@ -148,7 +147,7 @@ def _real_text_corpus(folder: pathlib.Path) -> None:
 
 @pytest.fixture(scope="module")
 def language_model(tmp_path_factory):
-    """transformer_test (decoder only) trained 40 steps on README paragraphs."""
+    """transformer_test (decoder only) trained 40 steps on paragraphs of the docs."""
     root = tmp_path_factory.mktemp("ct2_lm")
     _real_text_corpus(root / "texts")
     data_dir = str(root / "data")
@@ -201,12 +200,12 @@ def test_language_model_decodes_as_t2t(language_model):
     assert vocabulary.detokenize(result.sequences[0]) == decoder.decode_texts([prompt])[0].text
 
 
-# ---------------------------------------------------------------- the README
+# ---------------------------------------------------------------- the docs
 def _readme_snippet() -> str:
-    """The README's CTranslate2 Python snippet (the block that builds a Translator)."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    found = [b for b in blocks if "ctranslate2.Translator(" in b]
-    assert len(found) == 1, "README.md needs one python block with ctranslate2.Translator("
+    """The docs' CTranslate2 Python snippet (docs/how-to/export.md: the block that builds a
+    Translator)."""
+    found = docs_text.python_blocks("how-to/export.md", "ctranslate2.Translator(")
+    assert len(found) == 1, "docs/how-to/export.md needs one python block with ctranslate2.Translator("
     return found[0]
 
 
@@ -214,7 +213,7 @@ def test_readme_snippet_translates(reversal, float32_export):
     code = _readme_snippet().replace('"RUN/', f'"{reversal["run"]}/')
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented snippet
+        exec(compile(code, "docs/how-to/export.md", "exec"), {})  # noqa: S102 - the documented snippet
     printed = out.getvalue().splitlines()
     lines = [line.split(" -> ")[0] for line in printed]
     decoder = decoder_lib.Decoder(reversal["problem"], reversal["model"], reversal["data_dir"],

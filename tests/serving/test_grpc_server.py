@@ -277,19 +277,16 @@ def test_version_labels_and_reload_config(tmp_path):
 
 
 def test_the_readme_grpc_client_asks_the_server(served, capsys):
-    """The README's port of Tensor2Tensor's t2t-query-server, run as written (the address
-    and the model name pointed at this test's server)."""
-    import pathlib
-    import re
+    """The docs' port of Tensor2Tensor's t2t-query-server (docs/how-to/serve.md), run as
+    written (the address and the model name pointed at this test's server)."""
+    from tests.helpers import docs_text
 
-    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
-              if "PredictionServiceStub(" in b]
-    assert len(blocks) == 1, "README.md needs one python block with PredictionServiceStub("
+    blocks = docs_text.python_blocks("how-to/serve.md", "PredictionServiceStub(")
+    assert len(blocks) == 1, "docs/how-to/serve.md needs one python block with PredictionServiceStub("
     code = blocks[0].replace('"localhost:8500"', repr(served.grpc_target))
     code = code.replace('query("reverse", ["1 0 1 1 0"])', 'query("shout", ["1 0 1 1 0"])')
     assert 'query("shout"' in code
-    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented snippet
+    exec(compile(code, "docs/how-to/serve.md", "exec"), {})  # noqa: S102 - the documented snippet
     printed = capsys.readouterr().out
     assert "'outputs': array([b'v2:1 0 1 1 0'], dtype=object)" in printed, printed
 

@@ -30,17 +30,16 @@ from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
 from t2t.serving import export as export_lib
 from t2t.serving import grpc_streaming, lm_parity, parity, warmup
+from tests.helpers import docs_text
 from tests.helpers.serving import ServerThread
 from tests.serving import test_page
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 HPARAMS = "max_length=64"
 
 
 def _real_text_corpus(folder: pathlib.Path) -> None:
-    """Paragraphs of this project's README (real English) as a few text files."""
-    paragraphs = [p.strip() for p in README.read_text(encoding="utf-8").split("\n\n")
-                  if len(p.strip()) > 200 and not p.lstrip().startswith(("|", "```", "#"))]
+    """Paragraphs of this project's documentation (real English) as a few text files."""
+    paragraphs = docs_text.prose_paragraphs()
     folder.mkdir(parents=True)
     for i in range(12):
         (folder / f"doc{i:02d}.txt").write_text("\n".join(paragraphs[i::12][:3]), encoding="utf-8")

@@ -7,33 +7,21 @@ controls and streamed output: tests/serving/test_lm_export.py, which has a train
 import base64
 import json
 import os
-import shutil
 
 import pytest
 import tensorflow as tf
 
 from t2t.serving import audio_serving
+from tests.helpers.browser import CHROMEDRIVER, CHROMIUM, MISSING, choose_model, chrome, wait_text
 from tests.helpers.model_checks import push_down_pad_and_eos
 from tests.helpers.serving import ServerThread, save_image_toy, save_toy
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM and CHROMEDRIVER),
-    reason="needs Chromium and chromedriver: apt-get install chromium chromium-driver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason=MISSING)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--disable-gpu", "--window-size=1000,900"):
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = chrome(1000, 900)
     yield driver
     driver.quit()
 
@@ -79,40 +67,23 @@ def server(tmp_path_factory):
         yield running
 
 
-def _wait_text(driver, element_id, predicate, seconds=30):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, seconds).until(
-        lambda d: predicate(d.find_element(By.ID, element_id).text))
-    return driver.find_element(By.ID, element_id).text
-
-
-def _choose_model(driver, name):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    Select(driver.find_element(By.ID, "model")).select_by_value(name)
-    _wait_text(driver, "details", lambda t: t.startswith(f"{name}, version"))
-
-
 def test_type_text_and_read_the_output(browser, server, tmp_path):
     from selenium.webdriver.common.by import By
 
     browser.get(server.url + "/")
-    _wait_text(browser, "details", lambda t: "version" in t)
-    _choose_model(browser, "shout")
+    wait_text(browser, "details", lambda t: "version" in t)
+    choose_model(browser, "shout")
     assert "signature serving_default" in browser.find_element(By.ID, "details").text
     browser.find_element(By.ID, "input").send_keys("hello page")
     browser.find_element(By.ID, "run").click()
-    assert _wait_text(browser, "output", lambda t: t not in ("", "…")) == "v3:HELLO PAGE"
+    assert wait_text(browser, "output", lambda t: t not in ("", "…")) == "v3:HELLO PAGE"
     assert "lengths" in browser.find_element(By.ID, "extras").text  # the other outputs
     shot = tmp_path / "page.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 5000
     # An empty input is refused on the page, before any request.
     browser.find_element(By.ID, "input").clear()
     browser.find_element(By.ID, "run").click()
-    assert "type an input first" in _wait_text(browser, "error", bool)
+    assert "type an input first" in wait_text(browser, "error", bool)
 
 
 def test_choose_an_image_file(browser, server, tmp_path):
@@ -123,18 +94,18 @@ def test_choose_an_image_file(browser, server, tmp_path):
     png = tmp_path / "seven_by_five.png"
     png.write_bytes(tf.io.encode_png(np.zeros((7, 5, 3), np.uint8)).numpy())
     browser.get(server.url + "/")
-    _wait_text(browser, "details", lambda t: "version" in t)
-    _choose_model(browser, "sizes")
+    wait_text(browser, "details", lambda t: "version" in t)
+    choose_model(browser, "sizes")
     assert not browser.find_element(By.ID, "file").get_attribute("hidden")
     browser.find_element(By.ID, "file").send_keys(str(png))
     browser.find_element(By.ID, "run").click()
-    assert _wait_text(browser, "output", lambda t: t not in ("", "…")) == "7x5"
+    assert wait_text(browser, "output", lambda t: t not in ("", "…")) == "7x5"
     # Bytes the model cannot decode: the server's 400 message appears on the page.
     bad = tmp_path / "not_an_image.png"
     bad.write_bytes(b"this is not a PNG")
     browser.find_element(By.ID, "file").send_keys(str(bad))
     browser.find_element(By.ID, "run").click()
-    assert "the model rejected the input" in _wait_text(browser, "error", bool)
+    assert "the model rejected the input" in wait_text(browser, "error", bool)
 
 
 def test_send_a_wav_file_to_a_speech_export(browser, server, tmp_path):
@@ -146,23 +117,23 @@ def test_send_a_wav_file_to_a_speech_export(browser, server, tmp_path):
     soundfile.write(str(good), np.arange(1234, dtype=np.int16), SAMPLE_RATE, subtype="PCM_16")
     soundfile.write(str(wrong_rate), np.zeros(500, np.int16), 22050, subtype="PCM_16")
     browser.get(server.url + "/")
-    _wait_text(browser, "details", lambda t: "version" in t)
-    _choose_model(browser, "speech")
+    wait_text(browser, "details", lambda t: "version" in t)
+    choose_model(browser, "speech")
     assert "WAV at 16000 Hz" in browser.find_element(By.ID, "details").text
     assert browser.find_element(By.ID, "text-input").get_attribute("hidden")
     assert "16000 Hz" in browser.find_element(By.ID, "file-label").text
     browser.find_element(By.ID, "run").click()  # no file yet: refused on the page
-    assert "choose a WAV file first" in _wait_text(browser, "error", bool)
+    assert "choose a WAV file first" in wait_text(browser, "error", bool)
     browser.find_element(By.ID, "file").send_keys(str(good))
     browser.find_element(By.ID, "run").click()
-    shown = _wait_text(browser, "output", lambda t: t not in ("", "…"))
+    shown = wait_text(browser, "output", lambda t: t not in ("", "…"))
     wav = base64.b64encode(good.read_bytes()).decode()
     assert (shown, server.call("/v1/models/speech:predict", {"instances": [{"b64": wav}]})) == (
         "1234 samples", (200, {"predictions": ["1234 samples"]}))
     # A WAV at another rate: the server's 400 names both rates, and the page shows it.
     browser.find_element(By.ID, "file").send_keys(str(wrong_rate))
     browser.find_element(By.ID, "run").click()
-    error = _wait_text(browser, "error", bool)
+    error = wait_text(browser, "error", bool)
     assert "the model takes WAV at 16000 Hz; resample the request to it" in error
     assert browser.find_element(By.ID, "output").text == ""
 
@@ -213,12 +184,12 @@ def test_attention_heat_map_of_a_transformer(browser, transformer_server, tmp_pa
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     browser.get(transformer_server.url + "/")
-    _wait_text(browser, "details", lambda t: "version" in t)
-    _choose_model(browser, "tiny")
+    wait_text(browser, "details", lambda t: "version" in t)
+    choose_model(browser, "tiny")
     assert "attention heat map" in browser.find_element(By.ID, "details").text
     browser.find_element(By.ID, "input").send_keys("1 0 1 1")
     browser.find_element(By.ID, "run").click()
-    output = _wait_text(browser, "output", lambda t: t not in ("", "…"))
+    output = wait_text(browser, "output", lambda t: t not in ("", "…"))
     WebDriverWait(browser, 30).until(
         lambda d: not d.find_element(By.ID, "attention").get_attribute("hidden"))
     status, reply = transformer_server.call("/v1/models/tiny:predict", {

@@ -100,3 +100,20 @@ def test_unknown_metrics_fail_before_the_first_step(data_dir, tmp_path):
 def test_no_best_checkpoint_is_a_clear_error(tmp_path):
     with pytest.raises(checkpoints.NoCheckpointError, match="no best checkpoint in .*--keep_best"):
         checkpoints.resolve_checkpoint(checkpoints.checkpoint_location("best", str(tmp_path)))
+
+
+def test_evaluating_another_split_leaves_best_as_training_chose_it(tmp_path):
+    """`--schedule=evaluate --eval_split=test` after training on dev: best/ and its record
+    stay (checkpoints are never picked by the test split)."""
+    out = tmp_path / "run"
+    (out / "best").mkdir(parents=True)
+    (out / "best" / "ckpt-20.index").write_bytes(b"kept")
+    record = {"metric": "loss", "minimize": True, "split": "dev",
+              "checkpoints": [{"step": 20, "value": 0.5, "path": "best/ckpt-20"}]}
+    (out / "run.json").write_text(json.dumps({best_checkpoints.RECORD_KEY: record}))
+    on_test = best_checkpoints.BestCheckpoints(str(out), "loss", True, 1, split="test")
+    assert on_test.notes == ["best/ keeps the best by loss on dev; evaluations of test do "
+                             "not change it."]
+    assert not on_test.offer(30, 0.1, str(out / "ckpt-30"))
+    assert best_checkpoints.read_record(str(out)) == record
+    assert sorted(os.listdir(out)) == ["best", "run.json"]

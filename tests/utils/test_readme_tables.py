@@ -3,6 +3,7 @@ convention, the block replacement, the atomic file write, the command line, and 
 every generator of the project's README uses it."""
 
 import os
+import pathlib
 import re
 import stat
 
@@ -16,6 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _generator_markers() -> dict[str, tuple[str, str]]:
     """Module -> (BEGIN, END) of every generator of a README.md block."""
+    from docsite import model_table
     from regression import matrix_table, report
     from t2t.bin import t2t_flag_compat
     from t2t.data.inspection import catalog as problems_catalog
@@ -29,6 +31,7 @@ def _generator_markers() -> dict[str, tuple[str, str]]:
         "t2t.hparams.t2t_names": (t2t_names.BEGIN, t2t_names.END),
         "regression.report": (report.BEGIN_MARKER, report.END_MARKER),
         "regression.matrix_table": (matrix_table.MATRIX_BEGIN, matrix_table.MATRIX_END),
+        "docsite.model_table": (model_table.BEGIN, model_table.END),
     }
 
 
@@ -104,15 +107,15 @@ def test_run_cli_prints_writes_and_fails_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and readme.read_text(encoding="utf-8") == "nothing\n"
 
 
-def test_every_readme_generator_uses_the_convention_and_its_block_is_in_the_readme():
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
-        lines = [line.strip() for line in f.read().splitlines()]
+def test_every_generator_uses_the_convention_and_its_block_is_in_the_docs():
+    lines = [line.strip() for page in sorted(pathlib.Path(REPO, "docs").rglob("*.md"))
+             for line in page.read_text(encoding="utf-8").splitlines()]
     names = set()
     for module, (begin, end) in _generator_markers().items():
         name = readme_tables.block_name(begin, end)  # ValueError off the convention
         assert (lines.count(begin), lines.count(end)) == (1, 1), (
-            f"README.md needs one line {begin} and one line {end} ({module})")
+            f"docs/ needs one line {begin} and one line {end} ({module})")
         names.add(name)
-    # Every marked block in the README has its generator.
+    # Every marked block in the docs has its generator.
     marked = {m[1] for line in lines for m in [re.fullmatch(r"<!-- ([\w-]+):\w+ -->", line)] if m}
     assert marked == names

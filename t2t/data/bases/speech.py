@@ -11,7 +11,7 @@ one damaged file. Reading gives "inputs" int32 [N] PCM ids (t2t.layers.audio: sa
 32769, 0 pads) for the audio modality.
 
 Adding a corpus of your own (a folder of WAV/FLAC files and a transcript file) is one
-short subclass; see the README's "Speech recognition".
+short subclass; see docs/how-to/speech.md.
 """
 
 from __future__ import annotations

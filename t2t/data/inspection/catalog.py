@@ -1,7 +1,7 @@
-"""The README's table of registered problems, generated from the registry.
+"""The docs' table of registered problems, generated from the registry.
 
     python -m t2t.data.inspection.catalog            # print the markdown table
-    python -m t2t.data.inspection.catalog --write README.md   # replace the marked block
+    python -m t2t.data.inspection.catalog --write docs/reference/problems.md   # the block
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def replace_block(text: str, block: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: print the problem table, or write it into a README."""
+    """The command line: print the problem table, or write it into a docs page."""
     return readme_tables.run_cli(argv, __doc__.split("\n")[0], markdown_table, BEGIN, END)
 
 

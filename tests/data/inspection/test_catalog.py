@@ -1,4 +1,4 @@
-"""The README's problem table is generated from the registry."""
+"""The docs' problem table is generated from the registry."""
 
 import pytest
 
@@ -23,10 +23,10 @@ def test_replace_block():
 
 
 def test_readme_block_is_up_to_date():
-    with open("README.md", encoding="utf-8") as f:
+    with open("docs/reference/problems.md", encoding="utf-8") as f:
         readme = f.read()
     assert catalog.replace_block(readme, catalog.markdown_table()) == readme, (
-        "README.md's problem table is stale: run python -m t2t.data.inspection.catalog --write README.md")
+        "docs/reference/problems.md's problem table is stale: run python -m docsite reference")
 
 
 def test_problems_registered_outside_the_library_stay_out_of_the_table():

@@ -346,22 +346,23 @@ def test_xz_bits_per_byte():
         text_files.xz_bits_per_byte("")
 
 
-README = pathlib.Path(__file__).resolve().parents[3] / "README.md"
+LM_PAGE = pathlib.Path(__file__).resolve().parents[3] / "docs" / "how-to" / "language-models.md"
 
 
 def _readme_command(problem_name: str) -> tuple[str, str]:
-    """(--hparams_set, --hparams) of README.md's t2t-trainer command for `problem_name`."""
-    text = README.read_text(encoding="utf-8").replace("\\\n", " ")
+    """(--hparams_set, --hparams) of docs/how-to/language-models.md's t2t-trainer command
+    for `problem_name`."""
+    text = LM_PAGE.read_text(encoding="utf-8").replace("\\\n", " ")
     for line in text.splitlines():
         if line.lstrip().startswith("t2t-trainer") and f"--problem={problem_name} " in line:
             flags = dict(re.findall(r"--(\w+)=(\"[^\"]*\"|'[^']*'|\S+)", line))
             return flags["hparams_set"], flags.get("hparams", "").strip("\"'")
-    pytest.fail(f"README.md shows no t2t-trainer command with --problem={problem_name}.")
+    pytest.fail(f"{LM_PAGE} shows no t2t-trainer command with --problem={problem_name}.")
 
 
 @pytest.mark.parametrize("name", ["languagemodel_text_files", "languagemodel_python_docstrings"])
 def test_the_readme_command_keeps_the_examples_of_real_text(name, tmp_path):
-    """The README's command trains on (nearly) every example the problem cuts: the
+    """The docs' command trains on (nearly) every example the problem cuts: the
     problem's example length and the command's max_length agree. Real English: the
     docstrings of the standard library's email and json packages."""
     from t2t.data.pipeline import length_report

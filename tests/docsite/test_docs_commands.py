@@ -1,0 +1,85 @@
+"""Every marked command block of docs/ runs, page by page, as CI shortens it (the slow
+set also runs the blocks marked slow). The count is printed at the end of the run
+(tests/conftest.py) and by `python -m docsite list`.
+
+The pages are split over a few test classes: pytest-xdist (--dist=loadscope) gives each
+class to one worker, so the two workers share the pages instead of one running them all.
+
+CI's quick run (-m "not slow") runs the pages of CI_PAGES; the others run in the slow
+set until their times on an idle 2-core machine are measured and CI's 25-minute budget
+is rebalanced (most pages train a small model: ~30-110 s of CPU each).
+"""
+
+import pytest
+
+from docsite import blocks, runner
+
+PAGES = {page: found for page, found in blocks.all_blocks(runner.REPO / "docs").items()
+         if found}
+
+
+def _id(page: str) -> str:
+    return page.split("/docs/", 1)[-1]
+
+
+CI_PAGES = ("tutorials/quickstart.md", "tutorials/serving.md", "explanation/docs-tests.md",
+            "explanation/benchmarks.md")
+
+
+def _pages_with_commands(*sections: str) -> list[str]:
+    return [p for p, found in PAGES.items() if _id(p).split("/")[0] in sections
+            and any(b.mode in ("run", "background") for b in found)]
+
+
+def _ci_pages(*sections: str, half: int | None = None) -> list:
+    """The pages of `sections` with blocks CI runs (`half` 0 or 1: every other one), those
+    not in CI_PAGES marked slow."""
+    pages = _pages_with_commands(*sections)
+    pages = pages if half is None else pages[half::2]
+    return [pytest.param(p, id=_id(p), marks=() if _id(p) in CI_PAGES else pytest.mark.slow)
+            for p in pages]
+
+
+def _run(page: str) -> None:
+    done = runner.run_page(PAGES[page], include_slow=False)
+    print(f"{_id(page)}: {len(done.ran)} blocks in {done.seconds:.0f} s")
+
+
+class TestTutorials:
+    @pytest.mark.parametrize("page", _ci_pages("tutorials"))
+    def test_commands_run(self, page):
+        _run(page)
+
+
+class TestHowToFirstHalf:
+    @pytest.mark.parametrize("page", _ci_pages("how-to", half=0))
+    def test_commands_run(self, page):
+        _run(page)
+
+
+class TestHowToSecondHalf:
+    @pytest.mark.parametrize("page", _ci_pages("how-to", half=1))
+    def test_commands_run(self, page):
+        _run(page)
+
+
+class TestReferenceExplanationResults:
+    @pytest.mark.parametrize("page", _ci_pages("reference", "explanation", "results"))
+    def test_commands_run(self, page):
+        _run(page)
+
+
+def test_every_page_with_commands_is_in_a_class():
+    every = {p for p, found in PAGES.items() if any(b.mode in ("run", "background")
+                                                     for b in found)}
+    assert every == set(_pages_with_commands("tutorials", "how-to", "reference",
+                                             "explanation", "results")), (
+        "a docs section no class runs: add it above")
+    assert set(CI_PAGES) <= {_id(p) for p in every}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p, f in PAGES.items()
+                                  if any(b.mode == "slow" for b in f)], ids=_id)
+def test_page_commands_run_with_the_slow_blocks(page):
+    runner.run_page(PAGES[page], include_slow=True)

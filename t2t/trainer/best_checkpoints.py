@@ -104,11 +104,14 @@ class BestCheckpoints:
 
     def _write_state(self) -> None:
         """The folder's `checkpoint` file (best last, so it is the "latest") and run.json."""
-        names = [os.path.basename(c["path"]) for c in reversed(self.kept)]
+        # Absolute folder and paths: given a relative folder, TF rewrites the names relative
+        # to the working directory ("../../../ckpt-40" for a relative output_dir).
+        folder = os.path.abspath(self.folder)
+        names = [os.path.join(folder, os.path.basename(c["path"])) for c in reversed(self.kept)]
         from tensorflow.python.checkpoint import checkpoint_management
 
         checkpoint_management.update_checkpoint_state_internal(
-            self.folder, model_checkpoint_path=names[-1], all_model_checkpoint_paths=names,
+            folder, model_checkpoint_path=names[-1], all_model_checkpoint_paths=names,
             save_relative_paths=True)
         run_dir.update_run_record(self.output_dir, RECORD_KEY, {
             "metric": self.metric, "minimize": self.minimize, "split": self.split,

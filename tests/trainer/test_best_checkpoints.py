@@ -117,3 +117,17 @@ def test_evaluating_another_split_leaves_best_as_training_chose_it(tmp_path):
     assert not on_test.offer(30, 0.1, str(out / "ckpt-30"))
     assert best_checkpoints.read_record(str(out)) == record
     assert sorted(os.listdir(out)) == ["best", "run.json"]
+
+
+def test_best_of_a_run_with_a_relative_output_dir_is_readable(tmp_path, monkeypatch):
+    """best/checkpoint names its files relative to best/, whatever the working directory."""
+    monkeypatch.chdir(tmp_path)
+    os.makedirs("runs/reverse")
+    for suffix in (".index", ".data-00000-of-00001"):
+        (tmp_path / "runs" / "reverse" / f"ckpt-40{suffix}").write_bytes(b"x")
+    best = best_checkpoints.BestCheckpoints("runs/reverse", "loss", True, 1)
+    assert best.offer(40, 0.3, "runs/reverse/ckpt-40")
+    state = (tmp_path / "runs" / "reverse" / "best" / "checkpoint").read_text()
+    assert 'model_checkpoint_path: "ckpt-40"' in state and ".." not in state
+    assert checkpoints.resolve_checkpoint(
+        checkpoints.checkpoint_location("best", "runs/reverse")).endswith("best/ckpt-40")

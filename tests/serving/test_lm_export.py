@@ -30,6 +30,7 @@ from t2t.hparams.basic import create_hparams
 from t2t.models import checkpoints, t2t_model
 from t2t.serving import export as export_lib
 from t2t.serving import grpc_streaming, lm_parity, parity, warmup
+from tests.helpers import browser as browser_helpers
 from tests.helpers import docs_text
 from tests.helpers.serving import ServerThread
 from tests.serving import test_page
@@ -517,7 +518,7 @@ def test_the_page_streams_with_sampling_controls(browser, lm_server):
 
     servable = lm_server.store.model("lm").resolve(None)
     browser.get(lm_server.url + "/")
-    test_page._wait_text(browser, "details", lambda t: "version" in t)
+    browser_helpers.wait_text(browser, "details", lambda t: "version" in t)
     assert "streamed token by token" in browser.find_element(By.ID, "details").text
     assert browser.find_element(By.ID, "max_new_tokens").get_attribute("value") == "12"
     settings = {"temperature": 0.9, "top_k": 0, "top_p": 0.9, "max_new_tokens": 10, "seed": 7}
@@ -534,7 +535,7 @@ def test_the_page_streams_with_sampling_controls(browser, lm_server):
         " subtree: true});")
     with _slow_steps(servable, 0.05):
         browser.find_element(By.ID, "run").click()
-        status = test_page._wait_text(browser, "stream-status", lambda t: "score" in t)
+        status = browser_helpers.wait_text(browser, "stream-status", lambda t: "score" in t)
     outputs, score = _generate(servable, "The model", settings)
     events = _stream_rest(lm_server, {"instances": [{"inputs": "The model", **settings}]})
     tokens = [data["outputs"] for kind, data in events if kind == "token"]
@@ -549,4 +550,4 @@ def test_the_page_streams_with_sampling_controls(browser, lm_server):
     browser.find_element(By.ID, "top_p").clear()
     browser.find_element(By.ID, "top_p").send_keys("1.5")
     browser.find_element(By.ID, "run").click()
-    assert "top_p=1.5: give a probability" in test_page._wait_text(browser, "error", bool)
+    assert "top_p=1.5: give a probability" in browser_helpers.wait_text(browser, "error", bool)

@@ -210,7 +210,9 @@ def _readme_snippet() -> str:
 
 
 def test_readme_snippet_translates(reversal, float32_export):
-    code = _readme_snippet().replace('"RUN/', f'"{reversal["run"]}/')
+    snippet = _readme_snippet()
+    assert '"t2t_train/reverse/' in snippet, "the snippet no longer reads the quick start's run"
+    code = snippet.replace('"t2t_train/reverse/', f'"{reversal["run"]}/')
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, "docs/how-to/export.md", "exec"), {})  # noqa: S102 - the documented snippet

@@ -57,11 +57,17 @@ class Runtime:
         return self.strategy.num_replicas_in_sync
 
     def input_config(self, base: InputConfig | None = None) -> InputConfig:
-        """`base` (default InputConfig()) with the runtime's determinism and seed."""
+        """`base` (default InputConfig()) with the runtime's determinism and seed.
+
+        A mesh across processes always reads deterministically, with a seed shared by all
+        of them: every process packs its part of the same global batch, and processes
+        that read different batches (other shapes) would wait for each other forever."""
         base = base or InputConfig()
-        if not self.config.deterministic:
-            return base
-        return dataclasses.replace(base, deterministic=True, seed=self.seed)
+        if self.config.deterministic:
+            return dataclasses.replace(base, deterministic=True, seed=self.seed)
+        if self.mesh is not None and self.task[0] is not None:
+            return dataclasses.replace(base, deterministic=True, seed=self.seed)
+        return base
 
 
 def check(config: RuntimeConfig) -> None:
@@ -122,6 +128,12 @@ def configure_gpus(memory_growth: bool = True, memory_limit_mb: int = 0,
     return f"GPUs {names}: memory growth {'on' if memory_growth else 'off (all memory)'}."
 
 
+def _mesh_clients() -> int:
+    from tensorflow.experimental import dtensor
+
+    return dtensor.num_clients()
+
+
 def _start_mesh(config: RuntimeConfig, mesh_shape: str, layout: str) -> Any:
     """The MeshPlan of the mesh hparams (alone or across a TF_CONFIG's workers)."""
     from t2t.parallel import mesh_runtime
@@ -162,6 +174,12 @@ def start(config: RuntimeConfig | None = None, strategy: Any = None, *,
         strategy = tf.distribute.get_strategy()
     strategy = strategy or strategy_lib.create_strategy(config)
     seed = config.random_seed
+    if seed is None and mesh is not None and _mesh_clients() > 1:
+        # The clients of one mesh must draw the same initial weights and dropout masks
+        # and read the same batches: one seed for all of them.
+        seed = DETERMINISTIC_DEFAULT_SEED
+        logging.info("A mesh across processes: --random_seed=%d for every process (set "
+                     "--random_seed to choose another).", seed)
     if config.deterministic:
         if seed is None:
             seed = DETERMINISTIC_DEFAULT_SEED

@@ -142,7 +142,7 @@ def _real_text_corpus(folder: pathlib.Path) -> None:
     paragraphs = docs_text.prose_paragraphs()
     folder.mkdir(parents=True)
     for i in range(6):
-        (folder / f"doc{i:02d}.txt").write_text("\n".join(paragraphs[i::6][:3]), encoding="utf-8")
+        (folder / f"doc{i:02d}.txt").write_text("\n".join(paragraphs[i::6][:8]), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

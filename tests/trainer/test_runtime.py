@@ -29,6 +29,23 @@ def test_deterministic_runtime_makes_the_input_ordered_and_seeded():
     assert base.deterministic is False  # the config passed in is not edited
 
 
+def test_a_mesh_across_processes_reads_the_same_batches_in_every_process(monkeypatch):
+    """Two clients of one mesh that read different batches (other shapes) wait for each
+    other forever: their input is ordered and seeded even without --deterministic."""
+    from tensorflow.experimental import dtensor
+
+    monkeypatch.setattr(dtensor, "num_clients", lambda: 2)
+    monkeypatch.setattr(dtensor, "client_id", lambda: 1)
+    runtime = runtime_lib.Runtime(RuntimeConfig(), tf.distribute.get_strategy(), seed=1,
+                                  mesh=object())
+    assert runtime.task == ("worker", 1) and not runtime.is_chief
+    derived = runtime.input_config(InputConfig(seed=9, shuffle_buffer_size=7))
+    assert (derived.deterministic, derived.seed, derived.shuffle_buffer_size) == (True, 1, 7)
+    # One process's mesh reads as asked.
+    monkeypatch.setattr(dtensor, "num_clients", lambda: 1)
+    assert runtime.input_config(InputConfig(seed=9)) == InputConfig(seed=9)
+
+
 def test_bad_precision_is_refused_before_anything_starts():
     with pytest.raises(ValueError, match="mixed_precision='int8': use bfloat16 or float16"):
         runtime_lib.check(RuntimeConfig(mixed_precision="int8"))

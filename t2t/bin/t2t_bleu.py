@@ -15,7 +15,8 @@ which is what makes a score comparable to a published one.
 
 With --translations_dir every file NAME-STEP in it (of at least --min_steps steps) is
 scored, oldest step first: a table of step -> BLEU and chrF is printed with the best
-step, and each step's scores are written to --event_dir as TensorBoard scalars (tags
+step (ties of BLEU broken by chrF), and each step's scores are written to --event_dir
+as TensorBoard scalars (tags
 BLEU_cased, BLEU_uncased, chrF, each + --tag_suffix; wall time: the translation file's
 modification time, which t2t-translate-all sets to its checkpoint's). Events are written
 for the steps after the last one written before (recorded in
@@ -211,9 +212,12 @@ def score_translations(translations_dir: str, references: list[str], tags: list[
 
 def _print_summary(rows, last_scores, tags: list[str], event_dir: str,
                    last_written: int) -> None:
-    """The best step (by the first BLEU tag), the signatures, and where events went."""
+    """The best step (by the first BLEU tag; ties, e.g. all 0 early in training, broken
+    by the other scores in order, chrF last, then the earlier step), the signatures, and
+    where events went."""
     key = tags[0]
-    step, best = max(rows, key=lambda row: (row[1][key], -row[0]))
+    order = [key, *(tag for tag in rows[0][1] if tag != key)]
+    step, best = max(rows, key=lambda row: (*(row[1][tag] for tag in order), -row[0]))
     others = ", ".join(f"{tag} {value:.2f}" for tag, value in best.items() if tag != key)
     print(f"best: step {step} ({key} {best[key]:.2f}; {others})")
     for tag, (_, text) in last_scores.items():

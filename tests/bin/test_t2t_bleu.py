@@ -172,3 +172,14 @@ def test_errors(translations, tmp_path):
     _write(folder, "translate_other-15", REFERENCE, 1_000_015.0)
     assert "holds the translations of 2 runs or problems (translate_other, translate_tiny)" \
         in error(f"--translations_dir={folder}", f"--reference={reference}")
+
+
+def test_a_tie_of_bleu_is_broken_by_chrf(capsys):
+    """Early in training every step's BLEU can be 0: the best step is then the one with
+    the best chrF, not the first one."""
+    from t2t.bin import t2t_bleu
+
+    rows = [(100, {"BLEU_cased": 0.0, "chrF": 3.5}), (200, {"BLEU_cased": 0.0, "chrF": 9.25}),
+            (300, {"BLEU_cased": 0.0, "chrF": 7.0}), (400, {"BLEU_cased": 0.0, "chrF": 9.25})]
+    t2t_bleu._print_summary(rows, {}, ["BLEU_cased"], "events", -1)
+    assert "best: step 200 (BLEU_cased 0.00; chrF 9.25)" in capsys.readouterr().out

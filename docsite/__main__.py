@@ -55,6 +55,10 @@ def _run(args: argparse.Namespace) -> int:
             return 1
         print(f"ok   {page}: {len(done.ran)} run, {len(done.left_for_slow)} left for the slow "
               f"set, {len(done.never_run)} never run ({done.seconds:.0f} s)")
+        slowest = sorted(done.block_seconds.items(), key=lambda item: -item[1])[:5]
+        if slowest:
+            print("     slowest blocks: " + ", ".join(f"line {line} {seconds:.0f} s"
+                                                       for line, seconds in slowest))
     return 0
 
 

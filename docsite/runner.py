@@ -39,6 +39,7 @@ class PageRun:
     left_for_slow: list[Block] = dataclasses.field(default_factory=list)
     never_run: list[Block] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
+    block_seconds: dict[int, float] = dataclasses.field(default_factory=dict)  # by line
 
 
 def block_env(scratch: pathlib.Path) -> dict[str, str]:
@@ -146,7 +147,9 @@ def run_page(blocks: list[Block], *, include_slow: bool,
                     background.append(_start_background(block, folder, env))
                     result.ran.append(block)
                 else:
+                    block_started = time.monotonic()
                     _run_foreground(block, folder, env)
+                    result.block_seconds[block.line] = time.monotonic() - block_started
                     result.ran.append(block)
         finally:
             for process in background:

@@ -1,6 +1,6 @@
 """Model parallelism on a DTensor mesh: bytes per device and step time of each layout.
 
-    python -m benchmarks.mesh_layouts [--hparams_set transformer_tiny] [--steps 20]
+    python -m benchmarks.mesh_layouts [--quick] [--hparams_set transformer_tiny] [--steps 20]
 
 For each layout, in a fresh process (the CPU is split into 4 logical devices first):
   one device        the default strategy;
@@ -15,7 +15,9 @@ one device's (the model axis must divide them by its size), and the median step 
 over --steps steps of one repeated batch (--gin overfit_batches=1: one shape, so one
 DTensor expansion) after 3 warm-up steps, with its ratio to one device. The logical
 devices share the machine's cores: the times show the layouts' overhead, not a
-speed-up.
+speed-up. `--quick`: 5 timed steps (a smoke test, not a figure). main returns
+{"rows": one dict per layout (layout, params, optimizer, split_weights in bytes,
+step_s), "hparams_set", "steps"}.
 """
 
 from __future__ import annotations
@@ -88,16 +90,35 @@ def measure(layout: str, data_dir: str, hparams_set: str, steps: int) -> dict[st
     return figures
 
 
-def main() -> None:
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as a markdown table; ratios against the first row (one device)."""
+    base = rows[0]
+    lines = ["| layout | params MB/device | optimizer MB/device | split weights MB/device | "
+             "split weights / one device | step ms | step / one device |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(
+            f"| {row['layout']} | {row['params'] / 1e6:.3f} | {row['optimizer'] / 1e6:.3f} | "
+            f"{row['split_weights'] / 1e6:.3f} | "
+            f"{row['split_weights'] / base['split_weights']:.2f} | "
+            f"{row['step_s'] * 1e3:.0f} | {row['step_s'] / base['step_s']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any] | None:
+    """Command line; returns {"rows", "hparams_set", "steps"} (None in a --measure worker,
+    which prints its layout's figures as JSON)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="5 timed steps")
     parser.add_argument("--hparams_set", default="transformer_tiny")
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=None, help="timed steps (default 20)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # the fresh process's job
     parser.add_argument("--data_dir", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    args.steps = args.steps or (5 if args.quick else 20)
     if args.measure:
         print(json.dumps(measure(args.measure, args.data_dir, args.hparams_set, args.steps)))
-        return
+        return None
     from t2t import registry
 
     data_dir = tempfile.mkdtemp()
@@ -112,16 +133,9 @@ def main() -> None:
         if run.returncode:
             raise SystemExit(f"{layout}: {run.stderr[-3000:]}")
         rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
-    base = rows[0]
     print(f"{args.hparams_set}, {args.steps} timed steps of one repeated batch, 4 logical CPUs")
-    print("| layout | params MB/device | optimizer MB/device | split weights MB/device | "
-          "split weights / one device | step ms | step / one device |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        print(f"| {row['layout']} | {row['params'] / 1e6:.3f} | {row['optimizer'] / 1e6:.3f} | "
-              f"{row['split_weights'] / 1e6:.3f} | "
-              f"{row['split_weights'] / base['split_weights']:.2f} | "
-              f"{row['step_s'] * 1e3:.0f} | {row['step_s'] / base['step_s']:.2f} |")
+    print(format_table(rows))
+    return {"rows": rows, "hparams_set": args.hparams_set, "steps": args.steps}
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
     python -m benchmarks [--quick] [--only A,B] [--skip A,B] [--history PATH]
                          [--no-history] [--args "NAME=ARGS"]...
     python -m benchmarks compare [A] [B] [--history PATH] [--list]
+    python -m benchmarks report [--history PATH] [--write PAGE]
 
-Runs training, resnet, input_pipeline, decoding, datagen, distributed and revnet_memory
-in turn in this
+Runs training, resnet, input_pipeline, decoding, datagen, distributed, revnet_memory,
+dropout, mesh_layouts, image_sampling and serving in turn in this
 process (each module's main(argv), with --quick passed through; `--args
 "training=--models transformer_tiny --steps 4"` adds arguments for one benchmark), each
 printing its own table. A benchmark that fails is reported as FAILED in the summary and
@@ -24,7 +25,9 @@ benchmarks/history.py; with the load average at the start and end of the run), a
 summary ends with each key figure's change since the latest earlier entry with the same
 --quick flag (benchmarks run with other --args then are left out; a change over 10% in
 the worse direction is marked WORSE). `compare` sets two history entries side by side and
-flags the regressions beyond the noise measured between repeated runs (benchmarks/compare.py).
+flags the regressions beyond the noise measured between repeated runs (benchmarks/compare.py);
+`report` renders the history as the markdown of docs/results/benchmarks.md
+(benchmarks/report.py).
 
 The decoding benchmark sets TF_ENABLE_ONEDNN_OPTS before TensorFlow is first imported,
 which in one process the earlier benchmarks have done; the suite therefore sets it to 1
@@ -45,16 +48,18 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks import compare, history
+from benchmarks import compare, history, report, suite_figures_more
 from benchmarks.figure import FLAG_CHANGE, Figure
+from benchmarks.names import (
+    BARE_PATH,
+    BENCHMARKS,
+    TORCH_COMPILED_PATH,
+    TORCH_PATH,
+    TORCH_RESNET_PATH,
+    TRAINER_PATH,
+)
 
-BENCHMARKS = ("training", "resnet", "input_pipeline", "decoding", "datagen", "distributed",
-              "revnet_memory")
 Runner = Callable[[list[str]], Any]
-TRAINER_PATH = "t2t Trainer"  # training.TRAINER (not imported here: it imports TensorFlow)
-BARE_PATH, TORCH_PATH = "bare tf.function", "torch nn.Transformer"
-TORCH_COMPILED_PATH = "torch compiled"  # training.TORCH_COMPILED
-TORCH_RESNET_PATH = "torch ResNet"  # resnet.TORCH
 CONSUMER_MODEL = "transformer_tiny"
 PIPELINE_STAGES = {  # input_pipeline stage name prefix -> label
     "real text 32k: input_dataset": "real text 32k (bucketing)",
@@ -309,7 +314,11 @@ def section(name: str, result: dict[str, Any], results: dict[str, Any] | None = 
     readers = {"training": training_figures, "resnet": resnet_figures,
                "decoding": decoding_figures,
                "datagen": datagen_figures, "distributed": distributed_figures,
-               "revnet_memory": revnet_memory_figures}
+               "revnet_memory": revnet_memory_figures,
+               "dropout": suite_figures_more.dropout_figures,
+               "mesh_layouts": suite_figures_more.mesh_layouts_figures,
+               "image_sampling": suite_figures_more.image_sampling_figures,
+               "serving": suite_figures_more.serving_figures}
     return readers[name](result)
 
 
@@ -335,7 +344,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0],
         epilog="python -m benchmarks compare [A] [B]: the key figures of two history entries "
-               "side by side, regressions beyond the noise flagged (compare --help).")
+               "side by side, regressions beyond the noise flagged (compare --help). "
+               "python -m benchmarks report [--write PAGE]: the history as markdown "
+               "(report --help).")
     parser.add_argument("--quick", action="store_true", help="every benchmark's --quick")
     parser.add_argument("--only", help=f"comma-separated subset of {','.join(BENCHMARKS)}")
     parser.add_argument("--skip", help="comma-separated benchmarks not to run")
@@ -508,10 +519,13 @@ def run(selected: list[str], quick: bool = False, extra: dict[str, list[str]] | 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line; returns the exit status (1 if a benchmark failed). `compare ...` is
-    benchmarks/compare.py's command line (0: no regression, 1: one flagged, 2: usage)."""
+    benchmarks/compare.py's command line (0: no regression, 1: one flagged, 2: usage);
+    `report ...` is benchmarks/report.py's."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compare"]:
         return compare.main(argv[1:])
+    if argv[:1] == ["report"]:
+        return report.main(argv[1:])
     args = parse_args(argv)
     outcome = run(args.selected, args.quick, args.extra,
                   None if args.no_history else args.history, argv)

@@ -6,7 +6,8 @@ groups them, whole descriptions), reference/decode-hparams.md (t2t.config.Decode
 and reference/serving-api.md (t2t-serve's REST routes and gRPC methods). Marked blocks,
 each written by the generator that owns it (t2t.utils.readme_tables' markers): the
 problem, model and hparams-set tables, Tensor2Tensor's flags and hparams, the regression
-results and the TensorFlow-version matrix.
+results, the TensorFlow-version matrix and the benchmark results (from the committed
+benchmark history).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ BLOCK_WRITERS: dict[str, tuple[tuple[str, ...], ...]] = {
                                "--write", "{page}"),),
     "results/tf-versions.md": (("-m", "regression", "matrix", "--readme", "--write",
                                 "{page}"),),
+    "results/benchmarks.md": (("-m", "benchmarks", "report", "--write", "{page}"),),
 }
 BINARIES = ("t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-exporter", "t2t-serve",
             "t2t-import", "t2t-tuner", "t2t-bleu", "t2t-translate-all", "t2t-avg-all",

@@ -85,6 +85,43 @@ REVNET_MEMORY = {
              {"model": "resnet", "depth": 110, "step_peak_mib": 1088.0}],
     "ratios": {"revnet": 0.97, "resnet": 3.21}, "image": 32, "batch": 64, "device": "CPU:0",
 }
+DROPOUT = [{"dtype": "float32", "keras_ms": 40.0, "t2t_ms": 32.0, "speedup": 1.25},
+           {"dtype": "bfloat16", "keras_ms": 39.0, "t2t_ms": 31.2, "speedup": 1.25}]
+MESH_LAYOUTS = {"rows": [
+    {"layout": "one device", "params": 2_000_000, "optimizer": 4_000_000,
+     "split_weights": 1_200_000, "step_s": 0.1},
+    {"layout": "4-way DP", "params": 2_000_000, "optimizer": 4_000_000,
+     "split_weights": 1_200_000, "step_s": 0.3},
+    {"layout": "1x4 mesh", "params": 1_100_000, "optimizer": 2_200_000,
+     "split_weights": 300_000, "step_s": 0.2},
+], "hparams_set": "transformer_tiny", "steps": 5}
+IMAGE_SAMPLING = [
+    {"config": "mnist", "hparams_set": "imagetransformer_tiny_cpu", "image_shape": [28, 28, 1],
+     "batch_size": 8, "sub_pixels": 784, "cached_first_ms": 2.5, "cached_last_ms": 2.0,
+     "uncached_first_ms": 120.0, "uncached_last_ms": 100.0, "images_per_s": 3.1},
+    {"config": "cifar10", "hparams_set": "imagetransformer_cifar10_base",
+     "image_shape": [32, 32, 3], "batch_size": 1, "sub_pixels": 3072, "cached_first_ms": 17.0,
+     "cached_last_ms": 17.0, "uncached_first_ms": 1350.0, "uncached_last_ms": 1530.0},
+]
+
+
+def _serving_row(api, batching, clients, requests_per_s):
+    return {"api": api, "batching": batching, "clients": clients, "requests": 300,
+            "seconds": 300 / requests_per_s, "requests_per_s": requests_per_s, "p50_ms": 20.0,
+            "p99_ms": 30.0, "mean_batch": 1.0, "errors": 0, "wrong": 0}
+
+
+SERVING = {
+    "rows": [_serving_row("rest", "on", 1, 48.0), _serving_row("rest", "on", 32, 480.0),
+             _serving_row("grpc", "on", 32, 430.0), _serving_row("rest", "off", 1, 46.0),
+             _serving_row("rest", "off", 32, 96.0)],
+    "soak": {"clients": 32, "requests": 1000, "seconds": 3.0, "requests_per_s": 333.3,
+             "p50_ms": 60.0, "p99_ms": 90.0, "mean_batch": 10.0, "errors": 1, "wrong": 2,
+             "exit_status_after_sigterm": 0},
+    "speedup_32_clients": 5.0,
+    "config": {"requests": 300, "seconds": 20.0, "soak": 1000, "num_batch_threads": 2,
+               "cpus": 2},
+}
 
 
 @pytest.fixture
@@ -97,7 +134,9 @@ def fakes(monkeypatch):
     calls = []
     results = {"training": training_result(), "resnet": RESNET, "input_pipeline": PIPELINE,
                "decoding": DECODING,
-               "datagen": DATAGEN, "distributed": DISTRIBUTED, "revnet_memory": REVNET_MEMORY}
+               "datagen": DATAGEN, "distributed": DISTRIBUTED, "revnet_memory": REVNET_MEMORY,
+               "dropout": DROPOUT, "mesh_layouts": MESH_LAYOUTS,
+               "image_sampling": IMAGE_SAMPLING, "serving": SERVING}
     for name, result in results.items():
         def fake(argv, name=name, result=result):
             calls.append((name, argv))
@@ -118,6 +157,7 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
     assert [name for name, _ in fakes] == list(suite.BENCHMARKS)
     argv = dict(fakes)
     assert argv["training"] == ["--quick"] and argv["datagen"] == ["--quick"]
+    assert argv["mesh_layouts"] == ["--quick"] and argv["serving"] == ["--quick"]
     assert argv["decoding"] == ["--quick", "--onednn", "tf-default"]
     out = capsys.readouterr().out
     summary = out[out.index("Summary (--quick)"):]
@@ -137,6 +177,10 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
         "mirrored_2: examples/s vs one_device", "0.800x", "mirrored_2: step time vs one_device",
         "2.500x", "revnet: step peak deep/shallow", "0.970x", "resnet: step peak deep/shallow",
         "3.210x", "revnet depth 110: step peak",
+        "float32: t2t 16-bit/keras speed-up", "1.250x", "1x4 mesh: split weights/one device",
+        "0.250x", "mnist: cached last/first row", "0.800x", "mnist: images/s", "3 images/s",
+        "batching on/off at 32 clients req/s", "5.000x", "grpc batching on, 32 clients",
+        "430 req/s", "soak errors + wrong answers", "3 errors",
     ]:
         assert text in summary, text
     assert "Change vs the previous run" not in out  # there was none
@@ -204,7 +248,8 @@ def test_failing_benchmark_is_reported_and_the_others_still_run(fakes, monkeypat
     path = tmp_path / "history.jsonl"
     assert suite.main(["--quick", "--history", str(path)]) == 1
     assert [name for name, _ in fakes] == ["training", "resnet", "input_pipeline", "distributed",
-                                         "revnet_memory"]
+                                         "revnet_memory", "dropout", "mesh_layouts",
+                                         "image_sampling", "serving"]
     captured = capsys.readouterr()
     summary = captured.out[captured.out.index("Summary"):]
     assert "decoding" in summary and "FAILED: RuntimeError: decoder exploded" in summary
@@ -295,3 +340,41 @@ def test_history_helpers(tmp_path):
     assert history.previous_entry(entries, quick=True)["key_figures"] == {"x": 1.0}
     assert history.previous_entry(entries[1:], quick=True) is None
     assert history.compare({"x": 3.0, "y": 1.0}, {"x": 2.0}) == [("x", 2.0, 3.0, 0.5)]
+
+
+def test_readers_of_the_standalone_benchmarks():
+    def read(name, result):
+        figures, notes = suite.section(name, result)
+        assert notes, name
+        return {f.label: f for f in figures}
+
+    dropout = read("dropout", DROPOUT)
+    assert set(dropout) == {"float32: t2t 16-bit/keras speed-up",
+                            "bfloat16: t2t 16-bit/keras speed-up"}
+    assert dropout["float32: t2t 16-bit/keras speed-up"].value == pytest.approx(1.25)
+    assert dropout["float32: t2t 16-bit/keras speed-up"].better == "higher"
+
+    mesh = read("mesh_layouts", MESH_LAYOUTS)
+    assert "one device: step/one device" not in mesh  # the denominator
+    assert mesh["1x4 mesh: split weights/one device"].value == pytest.approx(0.25)
+    assert mesh["4-way DP: split weights/one device"].value == pytest.approx(1.0)
+    assert mesh["4-way DP: step/one device"].value == pytest.approx(3.0)
+    assert {f.better for f in mesh.values()} == {"lower"}
+    no_base = suite.section("mesh_layouts", {**MESH_LAYOUTS, "rows": MESH_LAYOUTS["rows"][1:]})
+    assert no_base[0] == [] and "no 'one device' row" in no_base[1][-1]
+
+    images = read("image_sampling", IMAGE_SAMPLING)
+    assert images["mnist: cached last/first row"].value == pytest.approx(0.8)
+    assert images["mnist: cached last/first row"].better == "lower"
+    assert images["cifar10: uncached/cached"].value == pytest.approx(90.0)
+    assert images["mnist: images/s"].unit == "images/s"
+    assert "cifar10: images/s" not in images  # not timed (--quick)
+
+    serving = read("serving", SERVING)
+    assert serving["batching on/off at 32 clients req/s"].value == 5.0
+    assert serving["rest batching off, 32 clients"].value == 96.0
+    assert serving["grpc batching on, 32 clients"].unit == "req/s"
+    assert not any("1 clients" in label for label in serving)
+    soak = serving["soak errors + wrong answers"]
+    assert (soak.value, soak.better, soak.format()) == (3, "lower", "3 errors")
+    assert suite.section("serving", {"decode": {}})[0] == []  # --skip_load: no load rows

@@ -17,6 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _generator_markers() -> dict[str, tuple[str, str]]:
     """Module -> (BEGIN, END) of every generator of a README.md block."""
+    from benchmarks import report as benchmarks_report
     from docsite import model_table
     from regression import matrix_table, report
     from t2t.bin import t2t_flag_compat
@@ -32,6 +33,7 @@ def _generator_markers() -> dict[str, tuple[str, str]]:
         "regression.report": (report.BEGIN_MARKER, report.END_MARKER),
         "regression.matrix_table": (matrix_table.MATRIX_BEGIN, matrix_table.MATRIX_END),
         "docsite.model_table": (model_table.BEGIN, model_table.END),
+        "benchmarks.report": (benchmarks_report.BEGIN, benchmarks_report.END),
     }
 
 

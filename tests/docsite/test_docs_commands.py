@@ -1,13 +1,14 @@
-"""Every marked command block of docs/ runs, page by page, as CI shortens it (the slow
-set also runs the blocks marked slow). The count is printed at the end of the run
-(tests/conftest.py) and by `python -m docsite list`.
+"""Every marked command block of docs/ runs, page by page: CI's quick run (-m "not slow")
+runs every page's `run` and `background` blocks (shortened where their markers say so);
+the slow set runs each page again with its `slow` blocks too. The count is printed at
+the end of the run (tests/conftest.py) and by `python -m docsite list`.
+
+A page's quick blocks are kept to ~15 s on an idle 2-core machine (the quick start and
+the serving pages, which train, export and serve a model, take 40-90 s each); what takes
+longer, and what reads its output, is marked `slow` on the page.
 
 The pages are split over a few test classes: pytest-xdist (--dist=loadscope) gives each
 class to one worker, so the two workers share the pages instead of one running them all.
-
-CI's quick run (-m "not slow") runs the pages of CI_PAGES; the others run in the slow
-set until their times on an idle 2-core machine are measured and CI's 25-minute budget
-is rebalanced (most pages train a small model: ~30-110 s of CPU each).
 """
 
 import pytest
@@ -22,22 +23,15 @@ def _id(page: str) -> str:
     return page.split("/docs/", 1)[-1]
 
 
-CI_PAGES = ("tutorials/quickstart.md", "tutorials/serving.md", "explanation/docs-tests.md",
-            "explanation/benchmarks.md")
-
-
 def _pages_with_commands(*sections: str) -> list[str]:
     return [p for p, found in PAGES.items() if _id(p).split("/")[0] in sections
             and any(b.mode in ("run", "background") for b in found)]
 
 
 def _ci_pages(*sections: str, half: int | None = None) -> list:
-    """The pages of `sections` with blocks CI runs (`half` 0 or 1: every other one), those
-    not in CI_PAGES marked slow."""
+    """The pages of `sections` with blocks to run (`half` 0 or 1: every other one)."""
     pages = _pages_with_commands(*sections)
-    pages = pages if half is None else pages[half::2]
-    return [pytest.param(p, id=_id(p), marks=() if _id(p) in CI_PAGES else pytest.mark.slow)
-            for p in pages]
+    return [pytest.param(p, id=_id(p)) for p in (pages if half is None else pages[half::2])]
 
 
 def _run(page: str) -> None:
@@ -75,7 +69,6 @@ def test_every_page_with_commands_is_in_a_class():
     assert every == set(_pages_with_commands("tutorials", "how-to", "reference",
                                              "explanation", "results")), (
         "a docs section no class runs: add it above")
-    assert set(CI_PAGES) <= {_id(p) for p in every}
 
 
 @pytest.mark.slow

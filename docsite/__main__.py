@@ -35,10 +35,10 @@ def _selected(pages: list[str]) -> dict[str, list[blocks.Block]]:
 def count_line(found: dict[str, list[blocks.Block]]) -> str:
     """One line: blocks CI runs (shortened ones among them), slow-set blocks, never run."""
     every = [b for page in found.values() for b in page]
-    ci = [b for b in every if b.mode in ("run", "background")]
+    ci = [b for b in every if b.quick]
     return (f"docs commands: {len(every)} blocks on {len(found)} pages; {len(ci)} run by "
             f"the docs test ({sum(b.shortened for b in ci)} shortened), "
-            f"{sum(b.mode == 'slow' for b in every)} more with --slow, "
+            f"{sum(b.slow_only for b in every)} more with --slow, "
             f"{sum(b.mode == 'skip' for b in every)} never run")
 
 

@@ -15,6 +15,9 @@ between), an HTML comment that MkDocs does not show:
                                      matches the regular expression `ready=`
     <!-- ci: skip: REASON -->        never run; the reason is shown on the page and
                                      counted by the docs test (a GPU, a download)
+    <!-- ci: background | slow | ready=Serving -->
+                                     a background block of the slow set only (a
+                                     server whose model a slow block trains)
 
 Further options: `fails` (the block must exit non-zero: an error the page shows),
 `timeout=SECONDS` (default 900). A page's blocks run in order in one scratch folder, so a
@@ -53,6 +56,7 @@ class Block:
       fails: whether the block must exit non-zero.
       ready: for "background": the regular expression its output must match.
       timeout_s: seconds the block may take.
+      slow: for "background": started by the slow set only.
     """
 
     page: str
@@ -65,6 +69,17 @@ class Block:
     fails: bool = False
     ready: str = ""
     timeout_s: int = DEFAULT_TIMEOUT_S
+    slow: bool = False
+
+    @property
+    def quick(self) -> bool:
+        """Whether CI's quick run (and `python -m docsite run` without --slow) runs it."""
+        return self.mode in ("run", "background") and not self.slow
+
+    @property
+    def slow_only(self) -> bool:
+        """Whether only the slow set (`--slow`) runs it."""
+        return self.mode == "slow" or self.slow
 
     @property
     def where(self) -> str:
@@ -111,6 +126,8 @@ def parse_marker(body: str, where: str) -> dict:
             fields["substitutions"].append((shown, run))
         elif option == "fails":
             fields["fails"] = True
+        elif option == "slow" and mode == "background":
+            fields["slow"] = True
         elif option.startswith("ready="):
             fields["ready"] = option[len("ready="):]
             re.compile(fields["ready"])
@@ -121,7 +138,8 @@ def parse_marker(body: str, where: str) -> dict:
             fields["timeout_s"] = int(value)
         else:
             raise MarkerError(f"{where}: unknown CI option {option!r}: use 'SHOWN => RUN', "
-                              f"'fails', 'ready=REGEX' or 'timeout=SECONDS'")
+                              f"'fails', 'ready=REGEX', 'timeout=SECONDS' or (background "
+                              f"blocks) 'slow'")
     if mode == "background" and not fields.get("ready"):
         raise MarkerError(f"{where}: a background block needs 'ready=REGEX' (what its output "
                           f"prints once it serves)")

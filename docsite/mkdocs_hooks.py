@@ -18,7 +18,7 @@ def _note(block: blocks.Block) -> str:
     if block.mode == "skip":
         return f"Not run by CI: {block.reason}."
     parts = []
-    if block.mode == "slow":
+    if block.slow_only:
         parts.append("Run by the slow test set only")
     if block.substitutions:
         changes = "; ".join(f"`{run or '(nothing)'}` for `{shown}`"

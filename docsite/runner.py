@@ -141,7 +141,7 @@ def run_page(blocks: list[Block], *, include_slow: bool,
             for block in blocks:
                 if block.mode == "skip":
                     result.never_run.append(block)
-                elif block.mode == "slow" and not include_slow:
+                elif block.slow_only and not include_slow:
                     result.left_for_slow.append(block)
                 elif block.mode == "background":
                     background.append(_start_background(block, folder, env))

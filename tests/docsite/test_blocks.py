@@ -22,6 +22,16 @@ def test_markers_parse_into_blocks():
     assert (skip.mode, skip.reason, skip.language, skip.where) == (
         "skip", "needs 8 GPUs", "python", "p.md:10")
     assert (background.mode, background.ready) == ("background", "Serving on")
+    assert (run.quick, run.slow_only, background.quick, skip.quick) == (True, False, True, False)
+
+
+def test_a_background_block_can_belong_to_the_slow_set():
+    text = _page("<!-- ci: background | slow | ready=up -->", "```sh", "t2t-serve", "```",
+                 "<!-- ci: slow -->", "```sh", "curl x", "```")
+    server, client = blocks.page_blocks(text, "p.md")
+    assert (server.mode, server.slow, server.quick, server.slow_only) == (
+        "background", True, False, True)
+    assert (client.quick, client.slow_only) == (False, True)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -34,6 +44,8 @@ def test_markers_parse_into_blocks():
                                                             r"run, slow, background, skip"),
     (_page("<!-- ci: skip -->", "```sh", "ls", "```"), r"needs a reason"),
     (_page("<!-- ci: run | quickly -->", "```sh", "ls", "```"), r"unknown CI option 'quickly'"),
+    (_page("<!-- ci: run | slow -->", "```sh", "ls", "```"), r"unknown CI option 'slow'.*"
+                                                             r"\(background blocks\) 'slow'"),
     (_page("<!-- ci: run | timeout=soon -->", "```sh", "ls", "```"), r"timeout='soon'"),
     (_page("<!-- ci: background -->", "```sh", "ls", "```"), r"needs 'ready=REGEX'"),
     (_page("<!-- ci: run -->", "```sh", "ls"), r"p.md:2: a code block that is never closed"),

@@ -1,11 +1,13 @@
 """Every marked command block of docs/ runs, page by page: CI's quick run (-m "not slow")
-runs every page's `run` and `background` blocks (shortened where their markers say so);
+runs every page's quick blocks, `run` and `background` (shortened where their markers
+say so);
 the slow set runs each page again with its `slow` blocks too. The count is printed at
 the end of the run (tests/conftest.py) and by `python -m docsite list`.
 
 A page's quick blocks are kept to ~15 s on an idle 2-core machine (the quick start and
-the serving pages, which train, export and serve a model, take 40-90 s each); what takes
-longer, and what reads its output, is marked `slow` on the page.
+the serving tutorial and how-to, which train, export and serve a model, take 40-90 s
+each); what takes longer, and what reads its output, is marked `slow` on the page (a
+server whose model a slow block trains: `background | slow`).
 
 The pages are split over a few test classes: pytest-xdist (--dist=loadscope) gives each
 class to one worker, so the two workers share the pages instead of one running them all.
@@ -25,7 +27,7 @@ def _id(page: str) -> str:
 
 def _pages_with_commands(*sections: str) -> list[str]:
     return [p for p, found in PAGES.items() if _id(p).split("/")[0] in sections
-            and any(b.mode in ("run", "background") for b in found)]
+            and any(b.quick for b in found)]
 
 
 def _ci_pages(*sections: str, half: int | None = None) -> list:
@@ -64,8 +66,7 @@ class TestReferenceExplanationResults:
 
 
 def test_every_page_with_commands_is_in_a_class():
-    every = {p for p, found in PAGES.items() if any(b.mode in ("run", "background")
-                                                     for b in found)}
+    every = {p for p, found in PAGES.items() if any(b.quick for b in found)}
     assert every == set(_pages_with_commands("tutorials", "how-to", "reference",
                                              "explanation", "results")), (
         "a docs section no class runs: add it above")
@@ -73,6 +74,6 @@ def test_every_page_with_commands_is_in_a_class():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p, f in PAGES.items()
-                                  if any(b.mode == "slow" for b in f)], ids=_id)
+                                  if any(b.slow_only for b in f)], ids=_id)
 def test_page_commands_run_with_the_slow_blocks(page):
     runner.run_page(PAGES[page], include_slow=True)

@@ -31,6 +31,18 @@ def test_blocks_share_a_scratch_home_and_run_as_ci_says(tmp_path):
         runner.run_page(page, include_slow=True, scratch=tmp_path)
 
 
+def test_a_slow_background_block_starts_only_in_the_slow_set(tmp_path):
+    page = _blocks("\n".join([
+        "<!-- ci: background | slow | ready=up -->", "```sh",
+        "echo up; echo served > ~/served.txt; sleep 300", "```",
+        "<!-- ci: slow -->", "```sh", "test -e ~/served.txt", "```"]) + "\n")
+    quick = runner.run_page(page, include_slow=False, scratch=tmp_path / "quick")
+    assert (quick.ran, [b.line for b in quick.left_for_slow]) == ([], [2, 6])
+    assert not (tmp_path / "quick" / "served.txt").exists()
+    slow = runner.run_page(page, include_slow=True, scratch=tmp_path / "slow")
+    assert [b.line for b in slow.ran] == [2, 6]
+
+
 @pytest.mark.parametrize("text, message", [
     ("<!-- ci: run -->\n```sh\necho partial output\nexit 7\n```\n",
      r"(?s)docs/x.md:2: exited with status 7\n--- the block as CI ran it ---\necho partial "

@@ -16,7 +16,7 @@ pinned to the size and sha256 that TensorFlow Datasets records for its URL
 (`tensorflow_datasets/url_checksums/wmt_t2t_translate.txt`, `wmt19_translate.txt`).
 
 The shared SentencePiece vocabulary (~32k pieces) samples every training corpus
-equally (see `translate_enfr.MixedCorporaTranslateProblem`). Metrics: BLEU (sacrebleu,
+equally (see `wmt.MixedCorporaTranslateProblem`). Metrics: BLEU (sacrebleu,
 at decode time) besides the per-token ones.
 
 To add CzEng 1.7 once you hold it, list it first in a subclass's `train_datasets`.
@@ -27,34 +27,20 @@ from __future__ import annotations
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import translate
-from t2t.problems.translation import translate_ende, translate_enfr
+from t2t.problems.translation import wmt
 
-NEWS_COMMENTARY_V13 = translate_ende.NEWS_COMMENTARY_V13
-COMMONCRAWL = translate_ende.COMMONCRAWL
-EUROPARL_V7 = translate_ende.EUROPARL_V7
-WMT19_DEV = translate_ende.WMT19_DEV
+# The archives (wmt.py holds them for every WMT pair), under the names used before.
+NEWS_COMMENTARY_V13 = wmt.NEWS_COMMENTARY_V13
+COMMONCRAWL = wmt.COMMONCRAWL
+EUROPARL_V7 = wmt.EUROPARL_V7
+WMT19_DEV = wmt.WMT19_DEV
 
-ENCS_TRAIN_DATASETS = (
-    translate.ParallelCorpus(
-        NEWS_COMMENTARY_V13,
-        (
-            "training-parallel-nc-v13/news-commentary-v13.cs-en.en",
-            "training-parallel-nc-v13/news-commentary-v13.cs-en.cs",
-        ),
-    ),
-    translate.ParallelCorpus(COMMONCRAWL, ("commoncrawl.cs-en.en", "commoncrawl.cs-en.cs")),
-    translate.ParallelCorpus(
-        EUROPARL_V7, ("training/europarl-v7.cs-en.en", "training/europarl-v7.cs-en.cs")
-    ),
-)
-ENCS_DEV_DATASETS = (
-    translate.ParallelCorpus(WMT19_DEV, ("dev/newstest2013.en", "dev/newstest2013.cs")),
-)
+ENCS_TRAIN_DATASETS = wmt.corpora("cs", "nc_v13", "commoncrawl", "europarl_v7")
+ENCS_DEV_DATASETS = wmt.corpora("cs", "newstest2013")
 
 
 @registry.register_problem
-class TranslateEncsWmt32k(translate_enfr.MixedCorporaTranslateProblem):
+class TranslateEncsWmt32k(wmt.MixedCorporaTranslateProblem):
     """WMT En-Cs (NC v13 + CommonCrawl + Europarl v7, ~1.0M pairs), ~32k shared vocab."""
 
     train_datasets = ENCS_TRAIN_DATASETS

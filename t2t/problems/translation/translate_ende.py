@@ -35,78 +35,28 @@ Append `_rev` to a name (`translate_ende_wmt32k_rev`) for German -> English.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterable, Iterator
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import text_problems, translate
-from t2t.data.generation.download import Resource
+from t2t.data.bases import text_problems
+from t2t.problems.translation import wmt
 
-NEWS_COMMENTARY_V13 = Resource(
-    url="http://data.statmt.org/wmt18/translation-task/training-parallel-nc-v13.tgz",
-    size=113157482,
-    sha256="17992b7e919cfb754c60f4e754148bc23b80706ad0ed7b34150831a554b40c91",
-)
-WMT19_DEV = Resource(
-    url="http://data.statmt.org/wmt19/translation-task/dev.tgz",
-    size=38654961,
-    sha256="7a7deccf82ebb05ba508dba5eb21356492224e8f630ec4f992132b029b4b25e7",
-)
-COMMONCRAWL = Resource(
-    url="http://www.statmt.org/wmt13/training-parallel-commoncrawl.tgz",
-    size=918311367,
-    sha256="c7a74e2ea01ac6c920123108627e35278d4ccb5701e15428ffa34de86fa3a9e5",
-)
-EUROPARL_V7 = Resource(
-    url="http://www.statmt.org/wmt13/training-parallel-europarl-v7.tgz",
-    size=657632379,
-    sha256="0224c7c710c8a063dfd893b0cc0830202d61f4c75c17eb8e31836103d27d96e7",
-)
+# The archives (wmt.py holds them for every WMT pair), under the names used before.
+NEWS_COMMENTARY_V13 = wmt.NEWS_COMMENTARY_V13
+WMT19_DEV = wmt.WMT19_DEV
+COMMONCRAWL = wmt.COMMONCRAWL
+EUROPARL_V7 = wmt.EUROPARL_V7
 
 # News Commentary v13 alone (the *_nc* problems).
-ENDE_NC_TRAIN_DATASETS = (
-    translate.ParallelCorpus(
-        NEWS_COMMENTARY_V13,
-        (
-            "training-parallel-nc-v13/news-commentary-v13.de-en.en",
-            "training-parallel-nc-v13/news-commentary-v13.de-en.de",
-        ),
-    ),
-)
+ENDE_NC_TRAIN_DATASETS = wmt.corpora("de", "nc_v13")
 # Tensor2Tensor's training mix (its _ENDE_TRAIN_DATASETS), in its order.
-ENDE_TRAIN_DATASETS = (
-    *ENDE_NC_TRAIN_DATASETS,
-    translate.ParallelCorpus(COMMONCRAWL, ("commoncrawl.de-en.en", "commoncrawl.de-en.de")),
-    translate.ParallelCorpus(
-        EUROPARL_V7, ("training/europarl-v7.de-en.en", "training/europarl-v7.de-en.de")
-    ),
-)
+ENDE_TRAIN_DATASETS = wmt.corpora("de", "nc_v13", "commoncrawl", "europarl_v7")
 ENDE_FULL_TRAIN_DATASETS = ENDE_TRAIN_DATASETS  # the name earlier versions gave the mix
-ENDE_DEV_DATASETS = (
-    translate.ParallelCorpus(WMT19_DEV, ("dev/newstest2013.en", "dev/newstest2013.de")),
-)
-
-
-class MixedCorporaTranslateProblem(translate.TranslateProblem):
-    """A TranslateProblem whose vocabulary samples every training corpus equally.
-
-    `max_samples_for_vocab` pairs in all: `max_samples_for_vocab // len(corpora)` from
-    the start of each corpus of the train split, read in table order (Tensor2Tensor
-    likewise sampled every corpus, by a byte budget per file), so that no single corpus
-    (the web-crawled CommonCrawl, say) dominates the vocabulary. The corpora are read
-    as they are, before any filtering a subclass applies to its samples.
-    """
-
-    def text_for_vocab(self, data_dir: str, tmp_dir: str, mirror: str | None) -> Iterator[str]:
-        corpora = self.source_data_files(problem.TRAIN_SPLIT)
-        share = max(1, self.max_samples_for_vocab // len(corpora))
-        for corpus in corpora:
-            source, target = translate.corpus_files(corpus, tmp_dir, mirror)
-            for sample in itertools.islice(translate.parallel_samples(source, target), share):
-                yield sample["inputs"]
-                yield sample["targets"]
+ENDE_DEV_DATASETS = wmt.corpora("de", "newstest2013")
+# The vocabulary sampling shared by the WMT mixes.
+MixedCorporaTranslateProblem = wmt.MixedCorporaTranslateProblem
 
 
 class TranslateEndeWmt(MixedCorporaTranslateProblem):

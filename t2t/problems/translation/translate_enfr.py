@@ -30,50 +30,20 @@ from __future__ import annotations
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import translate
-from t2t.data.generation.download import Resource
-from t2t.problems.translation import translate_ende
+from t2t.problems.translation import wmt
 
-COMMONCRAWL = translate_ende.COMMONCRAWL
-EUROPARL_V7 = translate_ende.EUROPARL_V7
-NEWS_COMMENTARY_V9 = Resource(
-    url="http://www.statmt.org/wmt14/training-parallel-nc-v9.tgz",
-    size=80418416,
-    sha256="cb8953f292298e6877ae433c98912b927cb0766b303f4540512ddd286c748485",
-)
-GIGA_FREN = Resource(
-    url="http://www.statmt.org/wmt10/training-giga-fren.tar",
-    size=2595102720,
-    sha256="3ff8319f6919393520559bfbc7ad6a747ec81b3abc7be9993b338d4b017b4d9a",
-)
-UN_CORPUS = Resource(
-    url="http://www.statmt.org/wmt13/training-parallel-un.tgz",
-    size=2365634246,
-    sha256="29141b5c1eba149a94f7a59d3b1a834b2e47fe0f8758d68dcd77a3d3f497ee47",
-)
-WMT19_DEV = translate_ende.WMT19_DEV
+# The archives (wmt.py holds them for every WMT pair), under the names used before.
+COMMONCRAWL = wmt.COMMONCRAWL
+EUROPARL_V7 = wmt.EUROPARL_V7
+NEWS_COMMENTARY_V9 = wmt.NEWS_COMMENTARY_V9
+GIGA_FREN = wmt.GIGA_FREN
+UN_CORPUS = wmt.UN_CORPUS
+WMT19_DEV = wmt.WMT19_DEV
 
-ENFR_TRAIN_DATASETS = (
-    translate.ParallelCorpus(COMMONCRAWL, ("commoncrawl.fr-en.en", "commoncrawl.fr-en.fr")),
-    translate.ParallelCorpus(
-        EUROPARL_V7, ("training/europarl-v7.fr-en.en", "training/europarl-v7.fr-en.fr")
-    ),
-    translate.ParallelCorpus(
-        NEWS_COMMENTARY_V9,
-        ("training/news-commentary-v9.fr-en.en", "training/news-commentary-v9.fr-en.fr"),
-    ),
-    translate.ParallelCorpus(
-        GIGA_FREN, ("giga-fren.release2.fixed.en.gz", "giga-fren.release2.fixed.fr.gz")
-    ),
-    translate.ParallelCorpus(UN_CORPUS, ("un/undoc.2000.fr-en.en", "un/undoc.2000.fr-en.fr")),
-)
-ENFR_DEV_DATASETS = (
-    translate.ParallelCorpus(WMT19_DEV, ("dev/newstest2013.en", "dev/newstest2013.fr")),
-)
-
-
-# The vocabulary sampling shared by the WMT mixes (defined beside the En-De tables).
-MixedCorporaTranslateProblem = translate_ende.MixedCorporaTranslateProblem
+ENFR_TRAIN_DATASETS = wmt.corpora("fr", "commoncrawl", "europarl_v7", "nc_v9", "giga_fren", "un")
+ENFR_DEV_DATASETS = wmt.corpora("fr", "newstest2013")
+# The vocabulary sampling shared by the WMT mixes.
+MixedCorporaTranslateProblem = wmt.MixedCorporaTranslateProblem
 
 
 @registry.register_problem

@@ -27,6 +27,7 @@ from tests.helpers.local_http import (
     tfds_url_checksums,
     write_tar,
 )
+from tests.helpers.wmt_mirror import pin_tables
 
 _EN = (
     "the house is small and old . we see a green river near the city . my friend buys "
@@ -112,19 +113,9 @@ def mirror_url(mirror):
 @pytest.fixture()
 def tiny_ende(monkeypatch, mirror):
     """translate_ende_wmt_nc8k with its tables pinned to the tiny archives, vocab ~200."""
-    _, folder = mirror
-    nc = pinned(translate_ende.NEWS_COMMENTARY_V13, os.path.join(folder, f"{NC}.tgz"))
-    dev = pinned(translate_ende.WMT19_DEV, os.path.join(folder, "dev.tgz"))
-    cls = translate_ende.TranslateEndeWmtNc8k
-    train = [translate.ParallelCorpus(nc, translate_ende.ENDE_NC_TRAIN_DATASETS[0].files)]
-    monkeypatch.setattr(cls, "train_datasets", train)
-    monkeypatch.setattr(
-        cls,
-        "dev_datasets",
-        [translate.ParallelCorpus(dev, translate_ende.ENDE_DEV_DATASETS[0].files)],
-    )
-    monkeypatch.setattr(cls, "approx_vocab_size", 200)
-    return cls
+    return pin_tables(monkeypatch, translate_ende.TranslateEndeWmtNc8k, mirror[1],
+                      translate_ende.ENDE_NC_TRAIN_DATASETS, translate_ende.ENDE_DEV_DATASETS,
+                      approx_vocab_size=200)
 
 
 def _decoded(prob: problem.Problem, data_dir: str, mode: str) -> list[tuple[str, str]]:

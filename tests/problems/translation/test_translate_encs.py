@@ -9,35 +9,26 @@ to the tiny files' hashes.
 from __future__ import annotations
 
 import os
-import random
 
 import pytest
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import translate
 from t2t.problems.translation import translate_encs
 from tests.helpers.local_http import (
     check_real_pin_rejects,
-    pinned,
     serve_folder,
     tfds_url_checksums,
     write_tar,
 )
+from tests.helpers.wmt_mirror import decoded_pairs, pair_files, pin_tables, word_pairs
 
 _EN = "the house is small and old . we see a green river near my city ! where is it ?".split()
 _CS = "dům je malý a starý . vidíme zelenou řeku blízko mého města ! kde je to ?".split()
 
 
 def _pairs(seed: int, count: int) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        n = rng.randint(2, 9)
-        en = " ".join(rng.choice(_EN) for _ in range(n))
-        cs = " ".join(rng.choice(_CS) for _ in range(n))
-        out.append((f"{en} {i}", f"{cs} {i}"))
-    return out
+    return word_pairs(seed, count, _EN, _CS)
 
 
 NC = "training-parallel-nc-v13"
@@ -58,62 +49,23 @@ CORPORA = {  # archive name -> (members (en, cs), pairs)
 DEV = _pairs(4, 12)
 
 
-def _text(lines: list[str]) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mirror"))
-    for archive, ((en_name, cs_name), pairs) in CORPORA.items():
-        members = {
-            en_name: _text([e for e, _ in pairs]),
-            cs_name: _text([c for _, c in pairs]),
-            en_name.replace("cs-en", "de-en"): b"decoy\n",
-        }
-        write_tar(os.path.join(folder, archive), members)
-    write_tar(
-        os.path.join(folder, "dev.tgz"),
-        {
-            "dev/newstest2013.en": _text([e for e, _ in DEV]),
-            "dev/newstest2013.cs": _text([c for _, c in DEV]),
-            "dev/newstest2012.cs": b"decoy\n",
-        },
-    )
+    for archive, (names, pairs) in CORPORA.items():
+        decoy = {names[0].replace("cs-en", "de-en"): b"decoy\n"}
+        write_tar(os.path.join(folder, archive), {**pair_files(names, pairs), **decoy})
+    dev = pair_files(("dev/newstest2013.en", "dev/newstest2013.cs"), DEV)
+    write_tar(os.path.join(folder, "dev.tgz"), {**dev, "dev/newstest2012.cs": b"decoy\n"})
     with serve_folder(folder) as (url, _):
         yield url, folder
 
 
 @pytest.fixture()
 def tiny(monkeypatch, mirror):
-    _, folder = mirror
-    cls = translate_encs.TranslateEncsWmt32k
-    train = [
-        translate.ParallelCorpus(
-            pinned(c.resource, os.path.join(folder, c.resource.local_name)), c.files
-        )
-        for c in translate_encs.ENCS_TRAIN_DATASETS
-    ]
-    dev = [
-        translate.ParallelCorpus(pinned(c.resource, os.path.join(folder, "dev.tgz")), c.files)
-        for c in translate_encs.ENCS_DEV_DATASETS
-    ]
-    monkeypatch.setattr(cls, "train_datasets", train)
-    monkeypatch.setattr(cls, "dev_datasets", dev)
-    monkeypatch.setattr(cls, "approx_vocab_size", 150)
-    monkeypatch.setattr(cls, "train_shards", 2)
-    return cls
-
-
-def _decoded(prob: problem.Problem, data_dir: str, mode: str) -> list[tuple[str, str]]:
-    encoders = prob.feature_encoders(data_dir)
-    return [
-        (
-            encoders["inputs"].decode(ex["inputs"], strip_extraneous=True),
-            encoders["targets"].decode(ex["targets"], strip_extraneous=True),
-        )
-        for ex in prob.dataset(mode, data_dir, deterministic=True).as_numpy_iterator()
-    ]
+    return pin_tables(monkeypatch, translate_encs.TranslateEncsWmt32k, mirror[1],
+                      translate_encs.ENCS_TRAIN_DATASETS, translate_encs.ENCS_DEV_DATASETS,
+                      approx_vocab_size=150, train_shards=2)
 
 
 def test_generate_and_read_back(tiny, mirror, tmp_path):
@@ -126,12 +78,12 @@ def test_generate_and_read_back(tiny, mirror, tmp_path):
     files = sorted(os.listdir(data_dir))
     assert "vocab.translate_encs_wmt32k.150.model" in files
     assert "translate_encs_wmt32k-train-00001-of-00002" in files
-    assert _decoded(rev, data_dir, problem.EVAL) == [(c, e) for e, c in DEV]
+    assert decoded_pairs(rev, data_dir, problem.EVAL) == [(c, e) for e, c in DEV]
     assert rev.hparams(data_dir).input_space_id == problem.SpaceID.CS_TOK
 
     prob = registry.problem("translate_encs_wmt32k")
-    assert _decoded(prob, data_dir, problem.EVAL) == DEV
-    assert sorted(_decoded(prob, data_dir, problem.TRAIN)) == sorted(train)
+    assert decoded_pairs(prob, data_dir, problem.EVAL) == DEV
+    assert sorted(decoded_pairs(prob, data_dir, problem.TRAIN)) == sorted(train)
     assert prob.languages == ("en", "cs") and "bleu" in prob.eval_metrics()
 
 

@@ -16,10 +16,10 @@ import pytest
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import translate
 from t2t.data.encoders import text_encoder
 from t2t.problems.translation import translate_ende
-from tests.helpers.local_http import pinned, serve_folder, write_tar
+from tests.helpers.local_http import serve_folder, write_tar
+from tests.helpers.wmt_mirror import decoded_pairs, pair_files, pin_tables
 
 # Tensor2Tensor's _ENDE_TRAIN_DATASETS and _ENDE_EVAL_DATASETS (translate_ende.py):
 # (URL, (English file, German file)) with the paths inside each archive.
@@ -180,24 +180,16 @@ CORPORA = [  # T2T's three corpora, in order: their pairs
 DEV = _clean_pairs(70, 6) + [NOISY[0]]  # the dev split is never cleaned
 
 
-def _text(lines: list[str]) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     """(URL prefix, folder) of a mirror holding the three tiny corpora and dev.tgz."""
     folder = str(tmp_path_factory.mktemp("mirror"))
     for corpus, pairs in zip(translate_ende.ENDE_TRAIN_DATASETS, CORPORA, strict=True):
-        en_name, de_name = corpus.files
-        members = {en_name: _text([e for e, _ in pairs]), de_name: _text([d for _, d in pairs]),
-                   en_name.replace("de-en", "cs-en"): b"decoy\n"}
-        write_tar(os.path.join(folder, corpus.resource.local_name), members)
-    write_tar(os.path.join(folder, "dev.tgz"), {
-        "dev/newstest2013.en": _text([e for e, _ in DEV]),
-        "dev/newstest2013.de": _text([d for _, d in DEV]),
-        "dev/newstest2012.de": b"decoy\n",
-    })
+        decoy = {corpus.files[0].replace("de-en", "cs-en"): b"decoy\n"}
+        write_tar(os.path.join(folder, corpus.resource.local_name),
+                  {**pair_files(corpus.files, pairs), **decoy})
+    dev = pair_files(("dev/newstest2013.en", "dev/newstest2013.de"), DEV)
+    write_tar(os.path.join(folder, "dev.tgz"), {**dev, "dev/newstest2012.de": b"decoy\n"})
     with serve_folder(folder) as (url, _):
         yield url, folder
 
@@ -205,27 +197,10 @@ def mirror(tmp_path_factory):
 @pytest.fixture()
 def tiny(monkeypatch, mirror):
     """The full-mix problems with their tables pinned to the tiny archives, 2 shards."""
-    _, folder = mirror
-    train = [translate.ParallelCorpus(
-        pinned(c.resource, os.path.join(folder, c.resource.local_name)), c.files)
-        for c in translate_ende.ENDE_TRAIN_DATASETS]
-    dev = [translate.ParallelCorpus(pinned(c.resource, os.path.join(folder, "dev.tgz")), c.files)
-           for c in translate_ende.ENDE_DEV_DATASETS]
-    cls = translate_ende.TranslateEndeWmt
-    monkeypatch.setattr(cls, "train_datasets", train)
-    monkeypatch.setattr(cls, "dev_datasets", dev)
-    monkeypatch.setattr(cls, "train_shards", 2)
     monkeypatch.setattr(translate_ende.TranslateEndeWmt32k, "approx_vocab_size", 80)
-    return cls
-
-
-def _decoded(prob: problem.Problem, data_dir: str, mode: str) -> list[tuple[str, str]]:
-    encoders = prob.feature_encoders(data_dir)
-    return [
-        (encoders["inputs"].decode(ex["inputs"], strip_extraneous=True),
-         encoders["targets"].decode(ex["targets"], strip_extraneous=True))
-        for ex in prob.dataset(mode, data_dir, deterministic=True).as_numpy_iterator()
-    ]
+    return pin_tables(monkeypatch, translate_ende.TranslateEndeWmt, mirror[1],
+                      translate_ende.ENDE_TRAIN_DATASETS, translate_ende.ENDE_DEV_DATASETS,
+                      train_shards=2)
 
 
 def test_wmt32k_reads_the_three_corpora(tiny, mirror, tmp_path):
@@ -252,8 +227,8 @@ def test_characters_generate_and_read_back(tiny, mirror, tmp_path):
     train = [p for c in CORPORA for p in c]
     assert summary["train"].examples == len(train) and summary["dev"].examples == len(DEV)
     assert not [f for f in os.listdir(data_dir) if f.startswith("vocab.")]  # bytes need none
-    assert _decoded(prob, data_dir, problem.EVAL) == DEV
-    assert sorted(_decoded(prob, data_dir, problem.TRAIN)) == sorted(train)
+    assert decoded_pairs(prob, data_dir, problem.EVAL) == DEV
+    assert sorted(decoded_pairs(prob, data_dir, problem.TRAIN)) == sorted(train)
     ex = next(prob.dataset(problem.EVAL, data_dir, deterministic=True).as_numpy_iterator())
     assert list(ex["inputs"]) == [b + 2 for b in DEV[0][0].encode("utf-8")] + [1]
 
@@ -271,8 +246,8 @@ def test_clean32k_cleans_train_only_and_shares_wmt32ks_vocab(tiny, mirror, tmp_p
     files = sorted(os.listdir(data_dir))
     assert [f for f in files if f.startswith("vocab.")] == [  # wmt32k's, none of its own
         "vocab.translate_ende_wmt32k.80.model", "vocab.translate_ende_wmt32k.80.vocab"]
-    assert sorted(_decoded(clean, data_dir, problem.TRAIN)) == sorted(kept)
-    assert _decoded(clean, data_dir, problem.EVAL) == DEV  # NOISY[0] stays in dev
+    assert sorted(decoded_pairs(clean, data_dir, problem.TRAIN)) == sorted(kept)
+    assert decoded_pairs(clean, data_dir, problem.EVAL) == DEV  # NOISY[0] stays in dev
 
     # translate_ende_wmt32k finds the vocabulary there and uses it as it is.
     vocab = os.path.join(data_dir, "vocab.translate_ende_wmt32k.80.model")
@@ -280,6 +255,6 @@ def test_clean32k_cleans_train_only_and_shares_wmt32ks_vocab(tiny, mirror, tmp_p
     wmt = registry.problem("translate_ende_wmt32k")
     wmt.generate_data(data_dir, tmp_dir, mirror=url, progress=False)
     assert os.stat(vocab).st_mtime_ns == before
-    assert sorted(_decoded(wmt, data_dir, problem.TRAIN)) == sorted(p for c in CORPORA for p in c)
+    assert sorted(decoded_pairs(wmt, data_dir, problem.TRAIN)) == sorted(p for c in CORPORA for p in c)
     ids = clean.feature_encoders(data_dir)["inputs"].encode("The house is small number3.")
     assert ids == wmt.feature_encoders(data_dir)["inputs"].encode("The house is small number3.")

@@ -8,37 +8,27 @@ to the same URLs pinned to the tiny files' hashes.
 
 from __future__ import annotations
 
-import gzip
 import os
-import random
 
 import pytest
 
 from t2t import registry
 from t2t.data import problem
-from t2t.data.bases import translate
 from t2t.problems.translation import translate_enfr
 from tests.helpers.local_http import (
     check_real_pin_rejects,
-    pinned,
     serve_folder,
     tfds_url_checksums,
     write_tar,
 )
+from tests.helpers.wmt_mirror import decoded_pairs, pair_files, pin_tables, word_pairs
 
 _EN = "the house is small and old . we see a green river near my city ! where is it ?".split()
 _FR = "la maison est petite et vieille . nous voyons une rivière verte près de ma ville !".split()
 
 
 def _pairs(seed: int, count: int) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        n = rng.randint(2, 9)
-        en = " ".join(rng.choice(_EN) for _ in range(n))
-        fr = " ".join(rng.choice(_FR) for _ in range(n))
-        out.append((f"{en} {i}", f"{fr} {i}"))
-    return out
+    return word_pairs(seed, count, _EN, _FR)
 
 
 CORPORA = {  # archive name -> (members (en, fr), pairs)
@@ -66,61 +56,24 @@ CORPORA = {  # archive name -> (members (en, fr), pairs)
 DEV = _pairs(6, 12)
 
 
-def _text(lines: list[str]) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
-
-
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("mirror"))
-    for archive, ((en_name, fr_name), pairs) in CORPORA.items():
-        en, fr = _text([e for e, _ in pairs]), _text([f for _, f in pairs])
-        if en_name.endswith(".gz"):
-            en, fr = gzip.compress(en), gzip.compress(fr)
+    for archive, (names, pairs) in CORPORA.items():
+        members = pair_files(names, pairs, compress=names[0].endswith(".gz"))
         decoy = {"commoncrawl.de-en.en": b"decoy\n"} if "commoncrawl" in archive else {}
-        write_tar(os.path.join(folder, archive), {en_name: en, fr_name: fr, **decoy})
-    write_tar(
-        os.path.join(folder, "dev.tgz"),
-        {
-            "dev/newstest2013.en": _text([e for e, _ in DEV]),
-            "dev/newstest2013.fr": _text([f for _, f in DEV]),
-            "dev/newstest2013.de": b"decoy\n",
-        },
-    )
+        write_tar(os.path.join(folder, archive), {**members, **decoy})
+    dev = pair_files(("dev/newstest2013.en", "dev/newstest2013.fr"), DEV)
+    write_tar(os.path.join(folder, "dev.tgz"), {**dev, "dev/newstest2013.de": b"decoy\n"})
     with serve_folder(folder) as (url, _):
         yield url, folder
 
 
 @pytest.fixture()
 def tiny(monkeypatch, mirror):
-    _, folder = mirror
-    cls = translate_enfr.TranslateEnfrWmt32k
-    train = [
-        translate.ParallelCorpus(
-            pinned(c.resource, os.path.join(folder, c.resource.local_name)), c.files
-        )
-        for c in translate_enfr.ENFR_TRAIN_DATASETS
-    ]
-    dev = [
-        translate.ParallelCorpus(pinned(c.resource, os.path.join(folder, "dev.tgz")), c.files)
-        for c in translate_enfr.ENFR_DEV_DATASETS
-    ]
-    monkeypatch.setattr(cls, "train_datasets", train)
-    monkeypatch.setattr(cls, "dev_datasets", dev)
-    monkeypatch.setattr(cls, "approx_vocab_size", 150)
-    monkeypatch.setattr(cls, "train_shards", 2)
-    return cls
-
-
-def _decoded(prob: problem.Problem, data_dir: str, mode: str) -> list[tuple[str, str]]:
-    encoders = prob.feature_encoders(data_dir)
-    return [
-        (
-            encoders["inputs"].decode(ex["inputs"], strip_extraneous=True),
-            encoders["targets"].decode(ex["targets"], strip_extraneous=True),
-        )
-        for ex in prob.dataset(mode, data_dir, deterministic=True).as_numpy_iterator()
-    ]
+    return pin_tables(monkeypatch, translate_enfr.TranslateEnfrWmt32k, mirror[1],
+                      translate_enfr.ENFR_TRAIN_DATASETS, translate_enfr.ENFR_DEV_DATASETS,
+                      approx_vocab_size=150, train_shards=2)
 
 
 def test_generate_and_read_back(tiny, mirror, tmp_path):
@@ -137,8 +90,8 @@ def test_generate_and_read_back(tiny, mirror, tmp_path):
         "translate_enfr_wmt32k-train-00000-of-00002",
         "translate_enfr_wmt32k-train-00001-of-00002",
     ]
-    assert _decoded(prob, data_dir, problem.EVAL) == DEV
-    assert sorted(_decoded(prob, data_dir, problem.TRAIN)) == sorted(train)
+    assert decoded_pairs(prob, data_dir, problem.EVAL) == DEV
+    assert sorted(decoded_pairs(prob, data_dir, problem.TRAIN)) == sorted(train)
     hp = prob.hparams(data_dir)
     assert (hp.input_space_id, hp.target_space_id) == (
         problem.SpaceID.EN_BPE_TOK,
@@ -147,7 +100,7 @@ def test_generate_and_read_back(tiny, mirror, tmp_path):
     assert "bleu" in prob.eval_metrics()
 
     rev = registry.problem("translate_enfr_wmt32k_rev")
-    assert _decoded(rev, data_dir, problem.EVAL) == [(f, e) for e, f in DEV]
+    assert decoded_pairs(rev, data_dir, problem.EVAL) == [(f, e) for e, f in DEV]
     assert rev.languages == ("fr", "en")
 
 

@@ -199,6 +199,19 @@ def test_real_modality_l2_loss():
     assert float(num) == pytest.approx(expected, rel=1e-5)
 
 
+def test_real_modality_loss_reads_a_4d_output_against_3d_targets():
+    # A T2T-style basic_fc body gives [B, 1, 1, D] for one real-valued target of D
+    # numbers stored as [B, 1, D] (tests/fixtures/t2t_usr/sine_series.py): the loss
+    # compares them element by element, not broadcast [B, 1, 1, D] x [B, 1, D].
+    modality = modalities.create_modality("real", 3, hparams(), "targets")
+    predictions = random([2, 1, 1, 3])
+    targets = random([2, 1, 3], seed=1) + 0.5  # non-zero rows: every one is weighted
+    num, den = modality.loss(predictions, targets, 0.0)
+    assert float(den) == 2.0
+    expected = np.square(predictions.numpy().reshape(2, 1, 3) - targets.numpy()).sum()
+    assert float(num) == pytest.approx(expected, rel=1e-5)
+
+
 def test_identity_modality_passes_through():
     modality = modalities.create_modality("identity", None, hparams(), "inputs")
     x = random([2, 3])

@@ -13,15 +13,17 @@ from tests.helpers.local_http import pinned
 
 
 def word_pairs(seed: int, count: int, source_words: Sequence[str],
-               target_words: Sequence[str]) -> list[tuple[str, str]]:
-    """`count` numbered (source, target) sentences of 2-9 words drawn with `seed`."""
+               target_words: Sequence[str], lengths: tuple[int, int] = (2, 9),
+               numbered: bool = True) -> list[tuple[str, str]]:
+    """`count` (source, target) sentences of `lengths` words drawn with `seed`, each
+    ending in its index when `numbered` (so that no two are equal)."""
     rng = random.Random(seed)
     out = []
     for i in range(count):
-        n = rng.randint(2, 9)
+        n = rng.randint(*lengths)
         source = " ".join(rng.choice(source_words) for _ in range(n))
         target = " ".join(rng.choice(target_words) for _ in range(n))
-        out.append((f"{source} {i}", f"{target} {i}"))
+        out.append((f"{source} {i}", f"{target} {i}") if numbered else (source, target))
     return out
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import html
 import os
-import random
 
 import pytest
 
@@ -27,7 +26,7 @@ from tests.helpers.local_http import (
     tfds_url_checksums,
     write_tar,
 )
-from tests.helpers.wmt_mirror import pin_tables
+from tests.helpers.wmt_mirror import pin_tables, word_pairs
 
 _EN = (
     "the house is small and old . we see a green river near the city . my friend buys "
@@ -42,15 +41,10 @@ _DE = (
 
 
 def _sentences(seed: int, count: int) -> list[tuple[str, str]]:
-    rng = random.Random(seed)
-    pairs = []
-    for i in range(count):
-        n = rng.randint(3, 12)
-        en = " ".join(rng.choice(_EN) for _ in range(n))
-        de = " ".join(rng.choice(_DE) for _ in range(n))
-        if i % 17 == 0:  # characters SGML escapes
-            en, de = f'{en} "Müller & Sons" < 5', f'{de} "Müller & Söhne" < 5'
-        pairs.append((en, de))
+    pairs = word_pairs(seed, count, _EN, _DE, lengths=(3, 12), numbered=False)
+    for i in range(0, count, 17):  # characters SGML escapes
+        en, de = pairs[i]
+        pairs[i] = (f'{en} "Müller & Sons" < 5', f'{de} "Müller & Söhne" < 5')
     return pairs
 
 

@@ -1,5 +1,5 @@
 """The regression suite's results: one case's result, the JSON report of a run, the
-README table made from reports, and the plot of a case's eval curve.
+README table made from reports (regression.curves plots the eval curves).
 
 A report (OUTPUT/report.json) is {"machine": machine_info(), ..., "cases": [CaseResult]};
 each case result carries the t2t commit and the date of its own run, so that a run
@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
@@ -120,36 +119,6 @@ def earlier_results(path: str) -> tuple[dict[str, Any], dict[str, CaseResult]]:
         raise RegressionError(f"cannot read the earlier report {path} to resume from ({e}): "
                               f"move it away to start over") from e
     return report, results
-
-
-# ----------------------------------------------------------------------- plotting
-def plots_available() -> bool:
-    return importlib.util.find_spec("matplotlib") is not None
-
-
-def plot_curve(result: CaseResult, path: str) -> str | None:
-    """A PNG of the metric over steps with the band shaded; None without a curve."""
-    if not result.curve:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    steps, values = zip(*result.curve, strict=True)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    low, high = result.band
-    ax.axhspan(low, high, color="tab:green", alpha=0.15, label=f"band [{low:g}, {high:g}]")
-    ax.plot(steps, values, marker="o", label=result.metric)
-    ax.set_xlabel("step")
-    ax.set_ylabel(result.metric)
-    ax.set_title(f"{result.name}: {result.status}")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
 
 
 # ------------------------------------------------------------------------ reports
@@ -330,7 +299,8 @@ def markdown_table(report: dict[str, Any]) -> str:
     lines += ["", summary_line(report.get("cases", []))]
     notes = report["notes"] if "notes" in report else [m["note"]] if m.get("note") else []
     if notes:
-        lines += ["", *(f"Note on the run of {_md(note)}" for note in notes)]
+        for note in notes:  # a paragraph each
+            lines += ["", f"Note on the run of {_md(note)}"]
     return "\n".join(lines)
 
 

@@ -5,6 +5,8 @@
   python -m regression run --full                 # every case this machine can run
   python -m regression run --case resnet_fashion_mnist --output /tmp/reg
   python -m regression readme --report regression_output/report.json --write regression/README.md
+  python -m regression readme --report regression/results --write docs/results/regression.md \
+      --curves docs/results/curves          # the table, and each case's eval curve (SVG)
 
 `run` prepares each case's data with `t2t-datagen` into OUTPUT/data (shared by the
 cases), trains with `t2t-trainer --output_dir=OUTPUT/CASE`, and checks the case's metric
@@ -16,7 +18,8 @@ This module is the command line; the work is done by regression/selection.py (wh
 cases, and whether each can run here), case_run.py (one case's commands and their run),
 verdict.py (its final metrics against its bands), session.py (the selected cases in
 order: --resume, interruptions, plots, report.json), tools.py (finding and streaming the
-t2t programs) and report.py (the report, its tables and plots).
+t2t programs), report.py (the report and its tables) and curves.py (the plots of the
+eval curves).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from regression import matrix
 from regression.case_run import case_commands, post_training_commands
 from regression.case_spec import CPU_2CORE, Case
 from regression.cases import CASES
+from regression.curves import curves_section, write_curve_svgs
 from regression.report import (
     BEGIN_MARKER,
     END_MARKER,
@@ -128,8 +132,13 @@ def gated_cases_table(cases: Sequence[Case]) -> str:
 
 def cmd_readme(args: argparse.Namespace, cases: Sequence[Case]) -> int:
     paths = report_paths(args.report or [os.path.join(DEFAULT_OUTPUT, REPORT_FILE)])
-    block = markdown_table(merge_reports([read_report(path) for path in paths],
-                                         order=[case.name for case in cases]))
+    merged = merge_reports([read_report(path) for path in paths],
+                           order=[case.name for case in cases])
+    block = markdown_table(merged)
+    if args.curves:
+        names = write_curve_svgs(merged["cases"], args.curves)
+        section = curves_section(names, args.curves, args.write)
+        block += f"\n\n{section}" if section else ""
     gated = gated_cases_table(cases)
     block += f"\n\n{gated}" if gated else ""
     if not args.write:
@@ -180,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     readme.add_argument("--write", metavar="README",
                         help=f"replace the block between {BEGIN_MARKER} and {END_MARKER} in "
                              f"this file")
+    readme.add_argument("--curves", metavar="DIR",
+                        help="also plot each case's eval curve into DIR/CASE.svg (the "
+                             "folder's other .svg files are removed) and show them after "
+                             "the table; needs matplotlib")
     matrix.add_parser(sub)
     return parser
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from regression.case_run import kept_result, run_case
 from regression.case_spec import Case
+from regression.curves import plot_curve, plots_available
 from regression.report import (
     FAIL,
     INTERRUPTED,
@@ -24,8 +25,6 @@ from regression.report import (
     band_text,
     earlier_results,
     machine_info,
-    plot_curve,
-    plots_available,
     results_table,
     value_text,
     write_report,

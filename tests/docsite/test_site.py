@@ -42,6 +42,18 @@ def test_a_stale_generated_page_is_found(tmp_path):
         "docs/reference/decode-hparams.md is stale: run python -m docsite reference"]
 
 
+def test_a_stale_regression_curve_is_found(tmp_path):
+    docs = tmp_path / "docs"
+    shutil.copytree(runner.REPO / "docs", docs)
+    curves = sorted((docs / "results" / "curves").glob("*.svg"))
+    assert len(curves) >= 20  # every CPU case of the table has its curve
+    curves[0].write_text(curves[0].read_text(encoding="utf-8").replace("PASS", "FAIL"),
+                         encoding="utf-8")
+    stale = reference.stale_pages(docs, only=("results/regression.md",))
+    assert [str(s) for s in stale] == [
+        "docs/results/regression.md is stale: run python -m docsite reference"]
+
+
 def test_readme_is_the_front_page():
     readme = pathlib.Path(runner.REPO, "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200

@@ -335,11 +335,14 @@ CASES: tuple[Case, ...] = (
         name="transformer_tiny_reverse_ps", **_REVERSE, train_steps=4000,
         trainer_flags=_EVAL_WHOLE_DEV_EVERY_500, strategy="ps_1_worker_1",
         metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=17,
-        measured_on="2-core AMD EPYC CPU, TF 2.21: 1.0 at step 2000 (0.95 at 1000) in 8.8 "
-                    "min at ~3.7 steps/s, alone on the machine (--full run of 2026-11-25); "
-                    "1.0 (0.81 at 1000) in 27.7 min beside other jobs earlier that day",
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-30, 24e17ac), alone on the "
+                    "machine: 0.98 at step 4000 (0.27, 0.80, 0.95, 0.91 at 500-2000, 1.0 at "
+                    "2500-3500) in 15.8 min. At 2000 steps, the case's length before "
+                    "24e17ac: 1.0 twice (2026-11-25), 0.79 (FAIL) and 0.90 (2026-11-30)",
         notes="transformer_tiny_reverse with ParameterServerStrategy (t2t-launch: chief, "
-              "1 ps, 1 worker over 127.0.0.1; asynchronous, --sync=false).",
+              "1 ps, 1 worker over 127.0.0.1; asynchronous, --sync=false). One replica: "
+              "like transformer_tiny_reverse it trains 4000 steps (at 2000 one replica's "
+              "figure still swings, 0.79-1.0).",
     ),
     Case(
         name="transformer_tiny_reverse_mesh_2x2", problem=_REVERSE["problem"],
@@ -348,14 +351,15 @@ CASES: tuple[Case, ...] = (
                 "layout=batch:batch;vocab:model;d_ff:model;heads:model",
         train_steps=4000, trainer_flags=_EVAL_WHOLE_DEV_EVERY_500,
         metric="accuracy_per_sequence", band=(0.90, 1.0), expected_minutes=25,
-        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-28), beside test runs: 0.93 at "
-                    "step 2000 (0.17 at 500, 0.84 at 1000, 0.62 at 1500), 17.8 min; one "
-                    "device's transformer_tiny_reverse had 0.93 at 2000 (2026-11-25)",
+        measured_on="2-core AMD EPYC CPU, TF 2.21 (2026-11-30, 24e17ac), alone on the "
+                    "machine: 1.0 at step 4000 (0.17, 0.87, 0.96, 0.95, 0.99 at 500-2500, "
+                    "1.0 at 3000-4000) in 21.3 min. At 2000 steps, the case's length before "
+                    "24e17ac: 0.93, 0.93 (2026-11-28) and 0.96 (2026-11-30)",
         notes="transformer_tiny_reverse with its model laid out on a 2x2 DTensor mesh of "
               "logical CPUs (t2t.parallel): the batch split in 2, the vocabulary, "
               "feed-forward and attention heads split in 2. batch_size is the global batch "
-              "on a mesh, as on one device: the band of transformer_tiny_reverse at 2000 "
-              "steps (0.93 there).",
+              "on a mesh, as on one device: like transformer_tiny_reverse it trains 4000 "
+              "steps with its band (at 2000 one replica's figure still swings, 0.79-1.0).",
     ),
     Case(
         name="transformer_tiny_reverse_mirrored", **_REVERSE, train_steps=2000,

@@ -269,8 +269,9 @@ def markdown_table(report: dict[str, Any]) -> str:
     commits = {c.get("commit") or m.get("t2t_commit") for c in report.get("cases", [])
                if c["status"] != SKIP}
     if report.get("runs", 1) > 1:
-        head = (f"{report['runs']} runs from {days[0]} to {days[-1]} {where}; each row says "
-                "the date and t2t commit of its run.")
+        span = f"of {days[0]}" if days[0] == days[-1] else f"from {days[0]} to {days[-1]}"
+        head = (f"{report['runs']} runs {span} {where}; each row says the date and t2t "
+                "commit of its run.")
     elif len(commits) > 1 or len(days) > 1:
         run = (f"One run of {days[0]}, resumed (`run --resume`)," if len(days) == 1 else
                f"One run, resumed (`run --resume`), from {days[0]} to {days[-1]}")

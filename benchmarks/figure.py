@@ -31,4 +31,7 @@ class Figure:
             return f"{100 * value:.1f}%"
         if self.unit == "MiB":
             return f"{value:,.1f} MiB"
+        if 0 < abs(value) < 100 and value != int(value):
+            # a slow throughput (image sampling's few images/s) keeps 3 significant digits
+            return f"{value:.3g} {self.unit}"
         return f"{value:,.0f} {self.unit}"

@@ -178,7 +178,7 @@ def test_runs_every_benchmark_prints_ratios_and_appends_history(fakes, tmp_path,
         "2.500x", "revnet: step peak deep/shallow", "0.970x", "resnet: step peak deep/shallow",
         "3.210x", "revnet depth 110: step peak",
         "float32: t2t 16-bit/keras speed-up", "1.250x", "1x4 mesh: split weights/one device",
-        "0.250x", "mnist: cached last/first row", "0.800x", "mnist: images/s", "3 images/s",
+        "0.250x", "mnist: cached last/first row", "0.800x", "mnist: images/s", "3.1 images/s",
         "batching on/off at 32 clients req/s", "5.000x", "grpc batching on, 32 clients",
         "430 req/s", "soak errors + wrong answers", "3 errors",
     ]:

@@ -40,7 +40,10 @@ CONSTRAINTS_DIR = os.path.join(REPO_ROOT, "regression", "constraints")
 DEFAULT_CACHE = os.path.join("~", ".cache", "t2t", "matrix")
 DEFAULT_OUTPUT = os.path.join("regression_output", "matrix")
 DEFAULT_RESULTS = os.path.join(REPO_ROOT, "regression", "results")
-EXTRAS = "dev,tuning,regression,summarization"
+# Extras CI does not install (requirements-ci.txt leaves them out); every other extra of
+# setup.py is installed, because the fast tests use them (t2t-serve's aiohttp and gRPC,
+# speech's soundfile and jiwer, the importer's torch, ...) exactly as CI has them.
+EXTRAS_NOT_IN_CI = ("profile",)
 SPEC_FILE = "t2t-matrix-spec.json"
 PACKAGES = ("tensorflow", "keras", "tensorflow-text", "tensorflow-datasets", "numpy",
             "protobuf", "ml-dtypes")
@@ -114,10 +117,22 @@ def setup_dependencies(setup_py: str) -> list[str]:
     return sorted(found)
 
 
+def setup_extras(setup_py: str) -> str:
+    """The extras the matrix installs, comma-separated: setup.py's extras_require keys
+    but EXTRAS_NOT_IN_CI, in setup.py's order."""
+    text = open(setup_py, encoding="utf-8").read()
+    if "extras_require={" not in text:
+        raise RegressionError(f"no extras_require in {setup_py}")
+    block = text.split("extras_require={", 1)[1].split("},\n", 1)[0]
+    names = re.findall(r'^\s*"([\w-]+)":\s*\[', block, re.MULTILINE)
+    return ",".join(name for name in names if name not in EXTRAS_NOT_IN_CI)
+
+
 def install_spec(version: str, constraints: str, setup_py: str) -> dict[str, Any]:
     """What a venv was built from; a cached venv is reused only while this is unchanged."""
     digest = hashlib.sha256(open(constraints, "rb").read()).hexdigest()
-    return {"tensorflow": f"{version}.*", "constraints_sha256": digest, "extras": EXTRAS,
+    return {"tensorflow": f"{version}.*", "constraints_sha256": digest,
+            "extras": setup_extras(setup_py),
             "setup_dependencies": setup_dependencies(setup_py),
             "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
 
@@ -186,7 +201,7 @@ def ensure_venv(version: str, venv: str, snapshot: str, spec: Mapping[str, Any],
         os.makedirs(os.path.dirname(venv) or ".", exist_ok=True)
         if run_logged([python, "-m", "venv", venv], log_path, snapshot, os.environ) != 0:
             return {"status": NOT_INSTALLABLE, "error": pip_error(log_path)}
-        status = run_logged([*pip, f"tensorflow=={version}.*", "-e", f"{snapshot}[{EXTRAS}]"],
+        status = run_logged([*pip, f"tensorflow=={version}.*", "-e", f"{snapshot}[{spec['extras']}]"],
                             log_path, snapshot, env)
         if status != 0:
             return {"status": NOT_INSTALLABLE, "error": pip_error(log_path)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -18,6 +19,39 @@ from regression.case_spec import Case
 from regression.report import CaseResult, RegressionError, write_report
 
 SETUP_PY = os.path.join(matrix.REPO_ROOT, "setup.py")
+REQUIREMENTS_CI = os.path.join(matrix.REPO_ROOT, "requirements-ci.txt")
+
+
+def _distribution(requirement: str) -> str:
+    name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_the_matrix_installs_the_extras_ci_installs():
+    # CI installs requirements-ci.txt; a venv of the matrix that lacked one of its extras
+    # failed every test of t2t-serve and the speech metrics (2026-11-30, TF 2.19)
+    extras = matrix.setup_extras(SETUP_PY).split(",")
+    assert {"dev", "serve", "speech", "import", "tuning"} <= set(extras)
+    with open(REQUIREMENTS_CI, encoding="utf-8") as f:
+        pinned = {_distribution(line) for line in f if "==" in line}
+    namespace: dict = {}
+    setup_text = open(SETUP_PY, encoding="utf-8").read()
+    block = setup_text.split("extras_require=", 1)[1].split("    entry_points=", 1)[0]
+    exec("extras_require = " + block.strip().rstrip(","), namespace)
+    for extra, requirements in namespace["extras_require"].items():
+        in_ci = {_distribution(r) for r in requirements} <= pinned
+        assert in_ci == (extra in extras), (extra, requirements)
+
+
+def test_extras_are_read_from_setup_py(tmp_path):
+    setup = tmp_path / "setup.py"
+    setup.write_text('setup(\n    extras_require={\n        "dev": ["pytest"],  # tests\n'
+                     '        "profile": ["tensorboard-plugin-profile"],\n'
+                     '        "serve-x": [\n            "aiohttp",\n        ],\n    },\n)\n')
+    assert matrix.setup_extras(str(setup)) == "dev,serve-x"
+    setup.write_text("setup(name='x')\n")
+    with pytest.raises(RegressionError, match="no extras_require in"):
+        matrix.setup_extras(str(setup))
 SUPPORTED = ((2, 16), (2, 22))
 
 PYTEST_OUTPUT = """\
@@ -168,7 +202,7 @@ def test_a_failing_pip_is_reported_as_not_installable(tmp_path, fake_python, mon
     assert not matrix.cached_venv_matches(str(venv), spec)  # rebuilt next time
     pip = _calls(calls)[1]
     assert pip[:4] == ["-m", "pip", "install", "-q"] and "tensorflow==2.19.*" in pip
-    assert f"{tmp_path}[{matrix.EXTRAS}]" in pip
+    assert f"{tmp_path}[{spec['extras']}]" in pip
 
 
 def test_a_venv_is_built_once_then_reused_with_the_new_snapshot(tmp_path, fake_python):
@@ -239,7 +273,9 @@ def test_regression_report_cases_are_read_into_cells(tmp_path):
 def _git_repo(path):
     path.mkdir()
     (path / "setup.py").write_text('DEPS = ["tensorflow>=2.16,<2.22", "numpy"]\n'
-                                   "CORE_DEPENDENCIES = [\"numpy\"]\n")
+                                   "CORE_DEPENDENCIES = [\"numpy\"]\n"
+                                   'setup(\n    extras_require={\n        "dev": ["pytest"],\n'
+                                   "    },\n)\n")
     for args in (["init", "-q"], ["add", "setup.py"],
                  ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]):
         subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)

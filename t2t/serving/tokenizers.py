@@ -274,6 +274,26 @@ _MAX_CODE_POINT = 0x10FFFF
 _UNDEFINED_CHARACTER = 0x3013  # what a \NNN; that is no character decodes to
 
 
+def utf8_characters(code: tf.Tensor) -> tf.Tensor:
+    """[n] int32 code points (0..0x10FFFF) -> [n] strings, each that character in UTF-8;
+    a surrogate (not encodable) becomes U+FFFD, as Python's decode with "replace".
+
+    Built from bytes rather than tf.strings.unicode_encode: TensorFlow 2.19's op turns
+    the noncharacters (U+FFFF, U+10FFFF, ...) into U+FFFD too, unlike Python and 2.20+."""
+    code = tf.where((code >= 0xD800) & (code <= 0xDFFF), 0xFFFD, code)
+    length = 1 + tf.cast(code >= 0x80, tf.int32) + tf.cast(code >= 0x800, tf.int32) + tf.cast(
+        code >= 0x10000, tf.int32)
+    lead_marks = tf.gather(tf.constant([0, 0, 0xC0, 0xE0, 0xF0]), length)
+    positions = tf.range(4)[None, :]  # byte i of a character of n bytes: 6-bit group n-1-i
+    shift = 6 * (length[:, None] - 1 - positions)
+    group = tf.bitwise.right_shift(code[:, None], tf.maximum(shift, 0))
+    byte = tf.where(positions == 0, lead_marks[:, None] | group, 0x80 | (group & 0x3F))
+    byte_strings = tf.constant([bytes([i]) for i in range(256)])
+    chars = tf.gather(byte_strings, byte)
+    chars = tf.where(positions < length[:, None], chars, "")
+    return tf.strings.reduce_join(chars, axis=1)
+
+
 def _tensorflow_text(what: str = "subword tokenization") -> Any:
     try:
         import tensorflow_text
@@ -396,8 +416,7 @@ class SubwordTokenizer(InGraphTokenizer):
         number = tf.strings.to_number(
             tf.where(short & tf.not_equal(digits, ""), digits, "0"), out_type=tf.int32)
         code = tf.where(short & (number <= _MAX_CODE_POINT), number, _UNDEFINED_CHARACTER)
-        char = tf.strings.unicode_encode(code[:, None], "UTF-8", errors="replace")
-        out = tf.where(numeric, char, seg)
+        out = tf.where(numeric, utf8_characters(code), seg)
         out = tf.where(tf.equal(seg, "\\\\"), "\\", out)
         out = tf.where(tf.equal(seg, "\\u"), "_", out)
         return tf.strings.reduce_join(segments.with_flat_values(out), axis=1)

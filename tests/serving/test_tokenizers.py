@@ -239,3 +239,14 @@ def test_subword_from_description_and_saved_model(subword_encoder, tmp_path):
     ids = loaded.encode(tf.constant(texts)).numpy()
     assert ids.tolist() == _padded([encoder.encode(t) + [1] for t in texts]).tolist()
     assert _texts(loaded.decode(tf.constant(ids))) == texts
+
+
+def test_utf8_characters_encode_every_plane_like_python():
+    # every 1-4 byte boundary, the noncharacters TF 2.19's unicode_encode replaced, and
+    # the surrogates (U+FFFD, as Python's decode with "replace")
+    codes = [*range(0, 0x900, 5), *range(0x800, 0x10000, 251), *range(0x10000, 0x110000, 4099),
+             0x7F, 0x80, 0x7FF, 0xFDD0, 0xFFFE, 0xFFFF, 0x10000, 0x10FFFE, 0x10FFFF,
+             0xD800, 0xDBFF, 0xDFFF]
+    encoded = tokenizers.utf8_characters(tf.constant(codes, tf.int32)).numpy()
+    assert [e.decode("utf-8") for e in encoded] == [
+        "\ufffd" if 0xD800 <= c <= 0xDFFF else chr(c) for c in codes]

@@ -117,7 +117,15 @@ def test_sampling_segments_anew_each_epoch_keeping_the_text(data):
             assert max(a[feature]) < encoder.vocab_size and min(a[feature]) > 0
             changed_between_epochs += a[feature] != b[feature]
         assert a[1].count(3) == 1
-    assert changed_between_epochs > 0.8 * 2 * len(examples), changed_between_epochs
+    # Drawn anew each epoch: as often changed as two independent draws of the sampler
+    # (how often depends on the model: SentencePiece 0.2.2, which TF 2.19 pins, trains a
+    # peakier one: 30% of the features changed at alpha 0.2 there, 95% with 0.2.3+).
+    sampler = ss.SegmentResampler(encoder.model_proto, ss.SamplingSettings(0.2))
+    rows = tf.ragged.constant([list(f) for pair in examples for f in pair], dtype=tf.int32)
+    draws = sampler(rows).to_list(), sampler(rows).to_list()
+    independent = sum(x != y for x, y in zip(*draws, strict=True))
+    assert independent > 0.2 * len(draws[0]), independent  # sampling does change segmentations
+    assert changed_between_epochs > 0.7 * independent, (changed_between_epochs, independent)
     assert sum(len(a) + len(b) for a, b in first) > sum(len(a) + len(b) for a, b in examples)
 
 

@@ -43,6 +43,17 @@ def test_the_matrix_installs_the_extras_ci_installs():
         assert in_ci == (extra in extras), (extra, requirements)
 
 
+def test_each_version_pins_torch_as_ci_does():
+    # requirements-ci.txt's CPU build; unpinned, pip took PyPI's CUDA build, which
+    # segfaulted beside TensorFlow 2.20 in one process
+    with open(REQUIREMENTS_CI, encoding="utf-8") as f:
+        ci_torch = [line.strip() for line in f if line.startswith("torch==")]
+    assert ci_torch and ci_torch[0].endswith("+cpu")
+    for name in sorted(os.listdir(os.path.join(matrix.REPO_ROOT, "regression", "constraints"))):
+        with open(os.path.join(matrix.REPO_ROOT, "regression", "constraints", name)) as f:
+            assert ci_torch[0] in f.read().splitlines(), name
+
+
 def test_extras_are_read_from_setup_py(tmp_path):
     setup = tmp_path / "setup.py"
     setup.write_text('setup(\n    extras_require={\n        "dev": ["pytest"],  # tests\n'

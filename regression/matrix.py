@@ -105,13 +105,24 @@ def pins(constraints: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ the venv cache
+def setup_block(text: str, start: str, stop: str) -> str | None:
+    """The text of setup.py between `start` and the next `stop`; None when no `start`."""
+    if start not in text:
+        return None
+    return text.split(start, 1)[1].split(stop, 1)[0]
+
+
+EXTRAS_BLOCK = ("extras_require={", "},\n")
+
+
 def setup_dependencies(setup_py: str) -> list[str]:
     """The quoted strings of setup.py's CORE_DEPENDENCIES and extras_require, sorted."""
     text = open(setup_py, encoding="utf-8").read()
     found: set[str] = set()
-    for start, stop in (("CORE_DEPENDENCIES = [", "]"), ("extras_require={", "},\n")):
-        if start in text:
-            found.update(re.findall(r'"([^"]+)"', text.split(start, 1)[1].split(stop, 1)[0]))
+    for start, stop in (("CORE_DEPENDENCIES = [", "]"), EXTRAS_BLOCK):
+        block = setup_block(text, start, stop)
+        if block is not None:
+            found.update(re.findall(r'"([^"]+)"', block))
     if not found:
         raise RegressionError(f"no CORE_DEPENDENCIES or extras_require in {setup_py}")
     return sorted(found)
@@ -120,10 +131,9 @@ def setup_dependencies(setup_py: str) -> list[str]:
 def setup_extras(setup_py: str) -> str:
     """The extras the matrix installs, comma-separated: setup.py's extras_require keys
     but EXTRAS_NOT_IN_CI, in setup.py's order."""
-    text = open(setup_py, encoding="utf-8").read()
-    if "extras_require={" not in text:
+    block = setup_block(open(setup_py, encoding="utf-8").read(), *EXTRAS_BLOCK)
+    if block is None:
         raise RegressionError(f"no extras_require in {setup_py}")
-    block = text.split("extras_require={", 1)[1].split("},\n", 1)[0]
     names = re.findall(r'^\s*"([\w-]+)":\s*\[', block, re.MULTILINE)
     return ",".join(name for name in names if name not in EXTRAS_NOT_IN_CI)
 

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 from tensorflow_serving.config import model_server_config_pb2
 
-from t2t.serving import rest_api
+from t2t.serving import model_store, rest_api
 from t2t.serving.batching import BatchingOptions
 from t2t.serving.model_config import ModelConfigFile, ServerConfigError, VersionPolicy
 from t2t.serving.model_store import ModelStore
@@ -154,9 +154,29 @@ def check_answers(client, moves):
     assert tags == sorted(tags), "an answer came from the old version after the new one"
 
 
-def test_labels_move_under_a_soak_with_no_error(base, tmp_path):
+class HeldLoad:
+    """Wraps the store's SavedModel loader: the load of `version_folder` starts, then waits
+    until released, so a test can watch the server while a version is loading however
+    fast or slow the machine is."""
+
+    def __init__(self, load, version_folder):
+        self.load, self.version_folder = load, version_folder
+        self.started, self.release = threading.Event(), threading.Event()
+        self.started_at = None
+
+    def __call__(self, path):
+        if os.path.basename(os.path.normpath(path)) == self.version_folder:
+            self.started_at = time.monotonic()
+            self.started.set()
+            assert self.release.wait(60), "the test never released the load"
+        return self.load(path)
+
+
+def test_labels_move_under_a_soak_with_no_error(base, tmp_path, monkeypatch):
     """stable: 1 -> 2 (version 2 loaded by the same change), canary (new): 1 -> 2 while
     version 1 is dropped; 3 clients send requests the whole time."""
+    held = HeldLoad(model_store._load_saved_model, "2")
+    monkeypatch.setattr(model_store, "_load_saved_model", held)
     path = str(tmp_path / "models.config")
     with serve_config(path, config_text(("toy", base, [1], {"stable": 1})),
                       batch_timeout_micros=20000) as server:
@@ -167,8 +187,14 @@ def test_labels_move_under_a_soak_with_no_error(base, tmp_path):
         time.sleep(0.4)
         to_two = LabelWatch(model, "stable", 2)
         to_two.start()
-        written_a = time.monotonic()
         write(path, config_text(("toy", base, [1, 2], {"stable": 2, "canary": 1})))
+        assert held.started.wait(30), "version 2 never started loading"
+        # While version 2 loads, both stable clients are answered by version 1.
+        wait_for(lambda: all(any(sent > held.started_at and tag == "v1:"
+                                 for sent, _, _, tag in list(client.records))
+                             for client in stable), "v1 answers while v2 loads")
+        assert to_two.moved_at is None, "the label moved before version 2 was loaded"
+        held.release.set()
         to_two.join(30)
         assert model.labels == {"stable": 2, "canary": 1} and sorted(model.versions) == [1, 2]
         canary = Client(server.url, "/v1/models/toy/labels/canary:predict")
@@ -188,10 +214,6 @@ def test_labels_move_under_a_soak_with_no_error(base, tmp_path):
     for client in stable:
         check_answers(client, [(0, "v1:"), (to_two.moved_at, "v2:")])
         assert client.records[-1][3] == "v2:"
-    # Version 2 took time to load after the file changed: stable kept answering from
-    # version 1 meanwhile (and from 2 only after the label moved: check_answers).
-    assert any(sent > written_a and tag == "v1:"
-               for client in stable for sent, _, _, tag in client.records)
     check_answers(canary, [(0, "v1:"), (canary_to_two.moved_at, "v2:")])
     assert canary.records[0][3] == "v1:" and canary.records[-1][3] == "v2:"
     assert [s["version"] for s in status["model_version_status"]] == ["2"]

@@ -188,13 +188,15 @@ def test_labels_move_under_a_soak_with_no_error(base, tmp_path, monkeypatch):
         to_two = LabelWatch(model, "stable", 2)
         to_two.start()
         write(path, config_text(("toy", base, [1, 2], {"stable": 2, "canary": 1})))
-        assert held.started.wait(30), "version 2 never started loading"
-        # While version 2 loads, both stable clients are answered by version 1.
-        wait_for(lambda: all(any(sent > held.started_at and tag == "v1:"
-                                 for sent, _, _, tag in list(client.records))
-                             for client in stable), "v1 answers while v2 loads")
-        assert to_two.moved_at is None, "the label moved before version 2 was loaded"
-        held.release.set()
+        try:  # a failing check must not leave the load held while the server closes
+            assert held.started.wait(30), "version 2 never started loading"
+            # While version 2 loads, both stable clients are answered by version 1.
+            wait_for(lambda: all(any(sent > held.started_at and tag == "v1:"
+                                     for sent, _, _, tag in list(client.records))
+                                 for client in stable), "v1 answers while v2 loads")
+            assert to_two.moved_at is None, "the label moved before version 2 was loaded"
+        finally:
+            held.release.set()
         to_two.join(30)
         assert model.labels == {"stable": 2, "canary": 1} and sorted(model.versions) == [1, 2]
         canary = Client(server.url, "/v1/models/toy/labels/canary:predict")
